@@ -69,7 +69,7 @@ cfg_diag_add(struct cfg_diag *d, struct cfg_pos pos, const char *fmt, ...)
 	va_end(ap);
 	if (pos.line > 0)
 		n = asprintf(&line, "%s:%u:%u: %s", d->file ? d->file : "-",
-		             pos.line, pos.col, msg);
+			     pos.line, pos.col, msg);
 	else
 		n = asprintf(&line, "%s: %s", d->file ? d->file : "-", msg);
 	if (n < 0) {
@@ -86,7 +86,7 @@ cfg_diag_print(const struct cfg_diag *d, FILE *fp)
 		fprintf(fp, "%s\n", d->msgs[i]);
 	if (d->dropped > 0)
 		fprintf(fp, "%s: %zu more errors not shown\n", d->file,
-		        d->dropped);
+			d->dropped);
 }
 
 /* ---- value parsing --------------------------------------------------------
@@ -114,8 +114,8 @@ cfg_parse_duration_ms(const char *s, int64_t *out)
 	static const struct {
 		const char *unit;
 		double ms;
-	} units[] = {{"us", 0.001}, {"ms", 1},      {"s", 1000},
-	             {"m", 60000},  {"h", 3600000}, {"d", 86400000}};
+	} units[] = {{"us", 0.001}, {"ms", 1},	    {"s", 1000},
+		     {"m", 60000},  {"h", 3600000}, {"d", 86400000}};
 	const char *unit;
 	double v;
 
@@ -140,15 +140,15 @@ cfg_parse_size(const char *s, int64_t *out)
 		const char *unit;
 		double mult;
 	} units[] = {{"", 1},
-	             {"B", 1},
-	             {"K", 1024.0},
-	             {"KiB", 1024.0},
-	             {"M", 1048576.0},
-	             {"MiB", 1048576.0},
-	             {"G", 1073741824.0},
-	             {"GiB", 1073741824.0},
-	             {"T", 1099511627776.0},
-	             {"TiB", 1099511627776.0}};
+		     {"B", 1},
+		     {"K", 1024.0},
+		     {"KiB", 1024.0},
+		     {"M", 1048576.0},
+		     {"MiB", 1048576.0},
+		     {"G", 1073741824.0},
+		     {"GiB", 1073741824.0},
+		     {"T", 1099511627776.0},
+		     {"TiB", 1099511627776.0}};
 	const char *unit;
 	double v;
 
@@ -186,7 +186,7 @@ cfg_parse_bool(const char *s, bool *out)
 }
 
 static int
-cfg_parse_int(const char *s, int64_t *out)
+cfg_parse_int(const char *s, int base, int64_t *out)
 {
 	char *end;
 	long long v;
@@ -194,7 +194,7 @@ cfg_parse_int(const char *s, int64_t *out)
 	if (s[0] == '\0')
 		return -1;
 	errno = 0;
-	v = strtoll(s, &end, 10);
+	v = strtoll(s, &end, base);
 	if (*end != '\0' || errno != 0)
 		return -1;
 	*out = v;
@@ -208,7 +208,7 @@ static struct cfg_pos
 cfg_node_pos(const yaml_node_t *n)
 {
 	struct cfg_pos p = {(unsigned)n->start_mark.line + 1,
-	                    (unsigned)n->start_mark.column + 1};
+			    (unsigned)n->start_mark.column + 1};
 	return p;
 }
 
@@ -228,7 +228,7 @@ cfg_node_kind(const yaml_node_t *n)
 }
 
 static int cfg_load_mapping(struct cfg_ctx *c, const struct cfg_schema *s,
-                            void *obj, yaml_node_t *map, int depth);
+			    void *obj, yaml_node_t *map, int depth);
 
 static int
 cfg_bounds_ok(const struct cfg_field *f, double v)
@@ -240,10 +240,10 @@ cfg_bounds_ok(const struct cfg_field *f, double v)
 
 static void
 cfg_bounds_error(struct cfg_ctx *c, struct cfg_pos p, const struct cfg_field *f,
-                 const char *text)
+		 const char *text)
 {
-	cfg_diag_add(c->d, p, "%s: %s is out of range [%g, %g]", f->key, text,
-	             f->min, f->max);
+	cfg_diag_add(c->d, p, "%s: %s is out of range [%.15g, %.15g]", f->key,
+		     text, f->min, f->max);
 }
 
 /*
@@ -252,7 +252,7 @@ cfg_bounds_error(struct cfg_ctx *c, struct cfg_pos p, const struct cfg_field *f,
  */
 static int
 cfg_store_scalar(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
-                 const char *text, struct cfg_pos p)
+		 const char *text, struct cfg_pos p)
 {
 	char *slot = (char *)obj + f->offset;
 	char err[128];
@@ -262,7 +262,7 @@ cfg_store_scalar(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 
 	if (strlen(text) > CFG_STR_MAX) {
 		cfg_diag_add(c->d, p, "%s: value longer than %d characters",
-		             f->key, CFG_STR_MAX);
+			     f->key, CFG_STR_MAX);
 		return -1;
 	}
 	switch (f->type) {
@@ -275,8 +275,8 @@ cfg_store_scalar(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 
 			if (net_addr_parse(text, &a, err, sizeof(err)) < 0) {
 				cfg_diag_add(c->d, p,
-				             "%s: invalid address '%s': %s",
-				             f->key, text, err);
+					     "%s: invalid address '%s': %s",
+					     f->key, text, err);
 				return -1;
 			}
 		} else if ((f->flags & CFG_REQUIRED) && text[0] == '\0') {
@@ -288,10 +288,13 @@ cfg_store_scalar(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 		return *sp ? 0 : -1;
 	}
 	case CFG_INT:
-		if (cfg_parse_int(text, &iv) < 0) {
+		if (cfg_parse_int(text, (f->flags & CFG_OCTAL) ? 8 : 10, &iv) <
+		    0) {
 			cfg_diag_add(c->d, p,
-			             "%s: expected an integer, got '%s'",
-			             f->key, text);
+				     "%s: expected an integer%s, got '%s'",
+				     f->key,
+				     (f->flags & CFG_OCTAL) ? " in octal" : "",
+				     text);
 			return -1;
 		}
 		if (!cfg_bounds_ok(f, (double)iv)) {
@@ -305,7 +308,7 @@ cfg_store_scalar(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 
 		if (cfg_split_number(text, &dv, &unit) < 0 || *unit != '\0') {
 			cfg_diag_add(c->d, p, "%s: expected a number, got '%s'",
-			             f->key, text);
+				     f->key, text);
 			return -1;
 		}
 		if (!cfg_bounds_ok(f, dv)) {
@@ -318,8 +321,8 @@ cfg_store_scalar(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 	case CFG_BOOL:
 		if (cfg_parse_bool(text, &bv) < 0) {
 			cfg_diag_add(c->d, p,
-			             "%s: expected true or false, got '%s'",
-			             f->key, text);
+				     "%s: expected true or false, got '%s'",
+				     f->key, text);
 			return -1;
 		}
 		memcpy(slot, &bv, sizeof(bv));
@@ -327,15 +330,16 @@ cfg_store_scalar(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 	case CFG_DURATION:
 		if (cfg_parse_duration_ms(text, &iv) < 0) {
 			cfg_diag_add(c->d, p,
-			             "%s: expected a duration such as 500ms, "
-			             "5s, 2m or 1h, got '%s'",
-			             f->key, text);
+				     "%s: expected a duration such as 500ms, "
+				     "5s, 2m or 1h, got '%s'",
+				     f->key, text);
 			return -1;
 		}
 		if (!cfg_bounds_ok(f, (double)iv)) {
-			cfg_diag_add(c->d, p,
-			             "%s: %s is out of range [%gms, %gms]",
-			             f->key, text, f->min, f->max);
+			cfg_diag_add(
+				c->d, p,
+				"%s: %s is out of range [%.15gms, %.15gms]",
+				f->key, text, f->min, f->max);
 			return -1;
 		}
 		memcpy(slot, &iv, sizeof(iv));
@@ -343,15 +347,16 @@ cfg_store_scalar(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 	case CFG_SIZE:
 		if (cfg_parse_size(text, &iv) < 0) {
 			cfg_diag_add(c->d, p,
-			             "%s: expected a size such as 4096, 64KiB "
-			             "or 4MiB, got '%s'",
-			             f->key, text);
+				     "%s: expected a size such as 4096, 64KiB "
+				     "or 4MiB, got '%s'",
+				     f->key, text);
 			return -1;
 		}
 		if (!cfg_bounds_ok(f, (double)iv)) {
-			cfg_diag_add(c->d, p,
-			             "%s: %s is out of range [%g, %g] bytes",
-			             f->key, text, f->min, f->max);
+			cfg_diag_add(
+				c->d, p,
+				"%s: %s is out of range [%.15g, %.15g] bytes",
+				f->key, text, f->min, f->max);
 			return -1;
 		}
 		memcpy(slot, &iv, sizeof(iv));
@@ -367,36 +372,36 @@ cfg_store_scalar(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 			}
 			if (i > 0)
 				strncat(choices, ", ",
-				        sizeof(choices) - strlen(choices) - 1);
+					sizeof(choices) - strlen(choices) - 1);
 			strncat(choices, names[i],
-			        sizeof(choices) - strlen(choices) - 1);
+				sizeof(choices) - strlen(choices) - 1);
 		}
 		cfg_diag_add(c->d, p, "%s: '%s' is not one of: %s", f->key,
-		             text, choices);
+			     text, choices);
 		return -1;
 	}
 	default:
 		cfg_diag_add(c->d, p, "%s: expected %s", f->key,
-		             f->type == CFG_STRLIST ? "a list of strings"
-		                                    : "a mapping or list");
+			     f->type == CFG_STRLIST ? "a list of strings"
+						    : "a mapping or list");
 		return -1;
 	}
 }
 
 static int
 cfg_load_strlist(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
-                 yaml_node_t *seq)
+		 yaml_node_t *seq)
 {
 	struct cfg_strlist *l =
-	        (struct cfg_strlist *)(void *)((char *)obj + f->offset);
+		(struct cfg_strlist *)(void *)((char *)obj + f->offset);
 	yaml_node_item_t *it;
 	size_t n = (size_t)(seq->data.sequence.items.top -
-	                    seq->data.sequence.items.start);
+			    seq->data.sequence.items.start);
 	int rc = 0;
 
 	if (n > CFG_LIST_MAX) {
 		cfg_diag_add(c->d, cfg_node_pos(seq), "%s: more than %d items",
-		             f->key, CFG_LIST_MAX);
+			     f->key, CFG_LIST_MAX);
 		return -1;
 	}
 	l->v = calloc(n ? n : 1, sizeof(char *));
@@ -408,10 +413,10 @@ cfg_load_strlist(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 
 		if (item == NULL || item->type != YAML_SCALAR_NODE) {
 			cfg_diag_add(c->d,
-			             item ? cfg_node_pos(item)
-			                  : cfg_node_pos(seq),
-			             "%s: items must be strings, got %s",
-			             f->key, item ? cfg_node_kind(item) : "?");
+				     item ? cfg_node_pos(item)
+					  : cfg_node_pos(seq),
+				     "%s: items must be strings, got %s",
+				     f->key, item ? cfg_node_kind(item) : "?");
 			rc = -1;
 			continue;
 		}
@@ -425,19 +430,19 @@ cfg_load_strlist(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 
 static int
 cfg_load_list(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
-              yaml_node_t *seq, int depth)
+	      yaml_node_t *seq, int depth)
 {
 	const struct cfg_schema *sub = f->sub;
 	struct cfg_list *l =
-	        (struct cfg_list *)(void *)((char *)obj + f->offset);
+		(struct cfg_list *)(void *)((char *)obj + f->offset);
 	yaml_node_item_t *it;
 	size_t n = (size_t)(seq->data.sequence.items.top -
-	                    seq->data.sequence.items.start);
+			    seq->data.sequence.items.start);
 	int rc = 0;
 
 	if (n > CFG_LIST_MAX) {
 		cfg_diag_add(c->d, cfg_node_pos(seq), "%s: more than %d items",
-		             f->key, CFG_LIST_MAX);
+			     f->key, CFG_LIST_MAX);
 		return -1;
 	}
 	l->items = calloc(n ? n : 1, sub->size);
@@ -452,11 +457,11 @@ cfg_load_list(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 		l->n++;
 		if (item == NULL || item->type != YAML_MAPPING_NODE) {
 			cfg_diag_add(
-			        c->d,
-			        item ? cfg_node_pos(item) : cfg_node_pos(seq),
-			        "%s: each item must be a %s mapping, got %s",
-			        f->key, sub->name,
-			        item ? cfg_node_kind(item) : "?");
+				c->d,
+				item ? cfg_node_pos(item) : cfg_node_pos(seq),
+				"%s: each item must be a %s mapping, got %s",
+				f->key, sub->name,
+				item ? cfg_node_kind(item) : "?");
 			rc = -1;
 			continue;
 		}
@@ -486,14 +491,14 @@ cfg_defaults(struct cfg_ctx *c, const struct cfg_schema *s, void *obj)
 		if (f->type == CFG_SECTION)
 			cfg_defaults(c, f->sub, (char *)obj + f->offset);
 		else if (f->type != CFG_POS && f->type != CFG_LIST &&
-		         f->type != CFG_STRLIST)
+			 f->type != CFG_STRLIST)
 			cfg_apply_default(c, f, obj);
 	}
 }
 
 static int
 cfg_load_value(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
-               yaml_node_t *val, int depth)
+	       yaml_node_t *val, int depth)
 {
 	if (f->type == CFG_POS) {
 		struct cfg_pos p = cfg_node_pos(val);
@@ -504,8 +509,8 @@ cfg_load_value(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 	switch (val->type) {
 	case YAML_SCALAR_NODE:
 		return cfg_store_scalar(c, f, obj,
-		                        (const char *)val->data.scalar.value,
-		                        cfg_node_pos(val));
+					(const char *)val->data.scalar.value,
+					cfg_node_pos(val));
 	case YAML_SEQUENCE_NODE:
 		if (f->type == CFG_STRLIST)
 			return cfg_load_strlist(c, f, obj, val);
@@ -515,24 +520,24 @@ cfg_load_value(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 	case YAML_MAPPING_NODE:
 		if (f->type == CFG_SECTION)
 			return cfg_load_mapping(c, f->sub,
-			                        (char *)obj + f->offset, val,
-			                        depth + 1);
+						(char *)obj + f->offset, val,
+						depth + 1);
 		break;
 	default:
 		break;
 	}
 	cfg_diag_add(c->d, cfg_node_pos(val), "%s: expected %s, got %s", f->key,
-	             f->type == CFG_SECTION   ? "a mapping"
-	             : f->type == CFG_LIST    ? "a list of mappings"
-	             : f->type == CFG_STRLIST ? "a list of strings"
-	                                      : "a single value",
-	             cfg_node_kind(val));
+		     f->type == CFG_SECTION   ? "a mapping"
+		     : f->type == CFG_LIST    ? "a list of mappings"
+		     : f->type == CFG_STRLIST ? "a list of strings"
+					      : "a single value",
+		     cfg_node_kind(val));
 	return -1;
 }
 
 static int
 cfg_load_mapping(struct cfg_ctx *c, const struct cfg_schema *s, void *obj,
-                 yaml_node_t *map, int depth)
+		 yaml_node_t *map, int depth)
 {
 	yaml_node_pair_t *pair;
 	unsigned char seen[256];
@@ -540,13 +545,13 @@ cfg_load_mapping(struct cfg_ctx *c, const struct cfg_schema *s, void *obj,
 
 	if (depth > CFG_DEPTH_MAX) {
 		cfg_diag_add(c->d, cfg_node_pos(map), "nesting deeper than %d",
-		             CFG_DEPTH_MAX);
+			     CFG_DEPTH_MAX);
 		return -1;
 	}
 	if (++c->visited > CFG_NODES_MAX) {
 		cfg_diag_add(c->d, cfg_node_pos(map),
-		             "document too large (more than %d mappings)",
-		             CFG_NODES_MAX);
+			     "document too large (more than %d mappings)",
+			     CFG_NODES_MAX);
 		return -1;
 	}
 	memset(seen, 0, sizeof(seen));
@@ -571,8 +576,8 @@ cfg_load_mapping(struct cfg_ctx *c, const struct cfg_schema *s, void *obj,
 			continue;
 		if (k->type != YAML_SCALAR_NODE) {
 			cfg_diag_add(c->d, cfg_node_pos(k),
-			             "keys must be plain strings, got %s",
-			             cfg_node_kind(k));
+				     "keys must be plain strings, got %s",
+				     cfg_node_kind(k));
 			rc = -1;
 			continue;
 		}
@@ -585,7 +590,7 @@ cfg_load_mapping(struct cfg_ctx *c, const struct cfg_schema *s, void *obj,
 			if (f->type != CFG_POS && i < sizeof(seen)) {
 				if (seen[i]) {
 					cfg_diag_add(c->d, cfg_node_pos(k),
-					             "duplicate key '%s'", key);
+						     "duplicate key '%s'", key);
 					rc = -1;
 					found = 1;
 					break;
@@ -606,14 +611,14 @@ cfg_load_mapping(struct cfg_ctx *c, const struct cfg_schema *s, void *obj,
 					continue;
 				if (choices[0] != '\0')
 					strncat(choices, ", ",
-					        sizeof(choices) -
-					                strlen(choices) - 1);
+						sizeof(choices) -
+							strlen(choices) - 1);
 				strncat(choices, f->key,
-				        sizeof(choices) - strlen(choices) - 1);
+					sizeof(choices) - strlen(choices) - 1);
 			}
 			cfg_diag_add(c->d, cfg_node_pos(k),
-			             "unknown key '%s' in %s (known: %s)", key,
-			             s->name, choices);
+				     "unknown key '%s' in %s (known: %s)", key,
+				     s->name, choices);
 			rc = -1;
 		}
 	}
@@ -622,8 +627,8 @@ cfg_load_mapping(struct cfg_ctx *c, const struct cfg_schema *s, void *obj,
 
 		if ((f->flags & CFG_REQUIRED) && !seen[i]) {
 			cfg_diag_add(c->d, cfg_node_pos(map),
-			             "%s: missing required key '%s'", s->name,
-			             f->key);
+				     "%s: missing required key '%s'", s->name,
+				     f->key);
 			rc = -1;
 		}
 	}
@@ -639,7 +644,7 @@ cfg_load_mapping(struct cfg_ctx *c, const struct cfg_schema *s, void *obj,
 
 int
 cfg_load_buffer(const char *name, const void *buf, size_t len,
-                const struct cfg_schema *schema, void *obj, struct cfg_diag *d)
+		const struct cfg_schema *schema, void *obj, struct cfg_diag *d)
 {
 	yaml_parser_t parser;
 	yaml_document_t doc;
@@ -661,12 +666,12 @@ cfg_load_buffer(const char *name, const void *buf, size_t len,
 	yaml_parser_set_input_string(&parser, buf, len);
 	if (!yaml_parser_load(&parser, &doc)) {
 		struct cfg_pos p = {(unsigned)parser.problem_mark.line + 1,
-		                    (unsigned)parser.problem_mark.column + 1};
+				    (unsigned)parser.problem_mark.column + 1};
 
 		cfg_diag_add(d, p, "YAML syntax error: %s%s%s",
-		             parser.problem ? parser.problem : "unknown",
-		             parser.context ? " " : "",
-		             parser.context ? parser.context : "");
+			     parser.problem ? parser.problem : "unknown",
+			     parser.context ? " " : "",
+			     parser.context ? parser.context : "");
 		yaml_parser_delete(&parser);
 		return -1;
 	}
@@ -686,12 +691,12 @@ cfg_load_buffer(const char *name, const void *buf, size_t len,
 		empty.nodes.start[0].start_mark = m;
 		c.doc = &empty;
 		rc = cfg_load_mapping(&c, schema, obj,
-		                      yaml_document_get_root_node(&empty), 0);
+				      yaml_document_get_root_node(&empty), 0);
 		yaml_document_delete(&empty);
 	} else if (root->type != YAML_MAPPING_NODE) {
 		cfg_diag_add(d, cfg_node_pos(root),
-		             "the configuration must be a mapping, got %s",
-		             cfg_node_kind(root));
+			     "the configuration must be a mapping, got %s",
+			     cfg_node_kind(root));
 	} else {
 		rc = cfg_load_mapping(&c, schema, obj, root, 0);
 	}
@@ -704,7 +709,7 @@ cfg_load_buffer(const char *name, const void *buf, size_t len,
 
 			if (r2 != NULL) {
 				cfg_diag_add(d, cfg_node_pos(r2),
-				             "more than one YAML document");
+					     "more than one YAML document");
 				rc = -1;
 			}
 			yaml_document_delete(&next);
@@ -719,7 +724,7 @@ cfg_load_buffer(const char *name, const void *buf, size_t len,
 
 int
 cfg_load_file(const char *path, const struct cfg_schema *schema, void *obj,
-              struct cfg_diag *d)
+	      struct cfg_diag *d)
 {
 	struct cfg_pos top = {0, 0};
 	struct stat st;
@@ -782,7 +787,7 @@ cfg_free(const struct cfg_schema *s, void *obj)
 		}
 		case CFG_STRLIST: {
 			struct cfg_strlist *l =
-			        (struct cfg_strlist *)(void *)slot;
+				(struct cfg_strlist *)(void *)slot;
 
 			for (size_t j = 0; j < l->n; j++)
 				free(l->v[j]);
@@ -856,14 +861,16 @@ cfg_print_size(FILE *fp, int64_t b)
 }
 
 static void cfg_print_mapping(FILE *fp, const struct cfg_schema *s,
-                              const void *obj, int indent, int first_dash);
+			      const void *obj, int indent, int first_dash);
 
 static void
 cfg_print_field(FILE *fp, const struct cfg_field *f, const void *obj,
-                int indent)
+		int indent)
 {
 	const char *slot = (const char *)obj + f->offset;
 
+	if (f->key == NULL)
+		return; /* internal, derived fields */
 	switch (f->type) {
 	case CFG_STR:
 	case CFG_ADDR: {
@@ -883,7 +890,12 @@ cfg_print_field(FILE *fp, const struct cfg_field *f, const void *obj,
 		int64_t v;
 
 		memcpy(&v, slot, sizeof(v));
-		fprintf(fp, "%*s%s: %" PRId64 "\n", indent, "", f->key, v);
+		if (f->flags & CFG_OCTAL)
+			fprintf(fp, "%*s%s: 0%" PRIo64 "\n", indent, "", f->key,
+				v);
+		else
+			fprintf(fp, "%*s%s: %" PRId64 "\n", indent, "", f->key,
+				v);
 		return;
 	}
 	case CFG_DOUBLE: {
@@ -898,7 +910,7 @@ cfg_print_field(FILE *fp, const struct cfg_field *f, const void *obj,
 
 		memcpy(&v, slot, sizeof(v));
 		fprintf(fp, "%*s%s: %s\n", indent, "", f->key,
-		        v ? "true" : "false");
+			v ? "true" : "false");
 		return;
 	}
 	case CFG_DURATION: {
@@ -929,7 +941,7 @@ cfg_print_field(FILE *fp, const struct cfg_field *f, const void *obj,
 	}
 	case CFG_STRLIST: {
 		const struct cfg_strlist *l =
-		        (const struct cfg_strlist *)(const void *)slot;
+			(const struct cfg_strlist *)(const void *)slot;
 
 		fprintf(fp, "%*s%s: [", indent, "", f->key);
 		for (size_t i = 0; i < l->n; i++) {
@@ -950,7 +962,7 @@ cfg_print_field(FILE *fp, const struct cfg_field *f, const void *obj,
 	case CFG_LIST: {
 		const struct cfg_schema *sub = f->sub;
 		const struct cfg_list *l =
-		        (const struct cfg_list *)(const void *)slot;
+			(const struct cfg_list *)(const void *)slot;
 
 		if (l->n == 0) {
 			fprintf(fp, "%*s%s: []\n", indent, "", f->key);
@@ -959,8 +971,8 @@ cfg_print_field(FILE *fp, const struct cfg_field *f, const void *obj,
 		fprintf(fp, "%*s%s:\n", indent, "", f->key);
 		for (size_t i = 0; i < l->n; i++)
 			cfg_print_mapping(
-			        fp, sub, (const char *)l->items + i * sub->size,
-			        indent + 2, 1);
+				fp, sub, (const char *)l->items + i * sub->size,
+				indent + 2, 1);
 		return;
 	}
 	case CFG_POS:
@@ -970,12 +982,15 @@ cfg_print_field(FILE *fp, const struct cfg_field *f, const void *obj,
 
 static void
 cfg_print_mapping(FILE *fp, const struct cfg_schema *s, const void *obj,
-                  int indent, int first_dash)
+		  int indent, int first_dash)
 {
+	/* A list item's keys line up after its "- ". */
+	int body = first_dash ? indent + 2 : indent;
+
 	for (size_t i = 0; i < s->nfields; i++) {
 		const struct cfg_field *f = &s->fields[i];
 
-		if (f->type == CFG_POS)
+		if (f->type == CFG_POS || f->key == NULL)
 			continue;
 		if (first_dash) {
 			/* "- key: v" for the first line of a list item. */
@@ -985,17 +1000,16 @@ cfg_print_mapping(FILE *fp, const struct cfg_schema *s, const void *obj,
 
 			if (mem == NULL)
 				return;
-			cfg_print_field(mem, f, obj, indent + 2);
+			cfg_print_field(mem, f, obj, body);
 			fclose(mem);
 			if (len > 0) {
-				fprintf(fp, "%*s- %s", indent, "",
-				        line + indent + 2);
+				fprintf(fp, "%*s- %s", indent, "", line + body);
 				first_dash = 0;
 			}
 			free(line);
 			continue;
 		}
-		cfg_print_field(fp, f, obj, first_dash ? indent : indent);
+		cfg_print_field(fp, f, obj, body);
 	}
 }
 

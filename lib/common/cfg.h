@@ -24,11 +24,11 @@
 #include <stdio.h>
 
 #define CFG_FILE_MAX   (16u * 1024 * 1024) /* bytes of YAML we accept */
-#define CFG_DEPTH_MAX  32                  /* nesting of mappings/lists */
-#define CFG_NODES_MAX  1000000             /* nodes visited (alias bombs) */
-#define CFG_STR_MAX    4096                /* one scalar value */
-#define CFG_LIST_MAX   100000              /* items in one list */
-#define CFG_ERRORS_MAX 200                 /* errors kept per load */
+#define CFG_DEPTH_MAX  32		   /* nesting of mappings/lists */
+#define CFG_NODES_MAX  1000000		   /* nodes visited (alias bombs) */
+#define CFG_STR_MAX    4096		   /* one scalar value */
+#define CFG_LIST_MAX   100000		   /* items in one list */
+#define CFG_ERRORS_MAX 200		   /* errors kept per load */
 
 struct cfg_pos {
 	unsigned line; /* 1-based; 0 means "not from a file" */
@@ -46,7 +46,7 @@ struct cfg_diag {
 void cfg_diag_init(struct cfg_diag *d, const char *file);
 void cfg_diag_free(struct cfg_diag *d);
 void cfg_diag_add(struct cfg_diag *d, struct cfg_pos pos, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 void cfg_diag_print(const struct cfg_diag *d, FILE *fp);
 
 enum cfg_type {
@@ -66,6 +66,7 @@ enum cfg_type {
 
 #define CFG_REQUIRED 0x1u /* a missing key is an error */
 #define CFG_SECRET   0x2u /* never printed by cfg_print() */
+#define CFG_OCTAL    0x4u /* CFG_INT written in octal, e.g. 0660 */
 
 struct cfg_strlist {
 	char **v;
@@ -92,11 +93,11 @@ struct cfg_field {
 
 /* Cross-field checks on one object; report with cfg_diag_add(). */
 typedef void (*cfg_validate_fn)(void *obj, struct cfg_pos at,
-                                struct cfg_diag *d);
+				struct cfg_diag *d);
 
 struct cfg_schema {
 	const char *name; /* what the mapping is, e.g. "credential" */
-	size_t size;      /* sizeof the struct */
+	size_t size;	  /* sizeof the struct */
 	const struct cfg_field *fields;
 	size_t nfields;
 	cfg_validate_fn validate; /* may be NULL */
@@ -111,11 +112,11 @@ struct cfg_schema {
  * cfg_free() in both cases.
  */
 int cfg_load_file(const char *path, const struct cfg_schema *schema, void *obj,
-                  struct cfg_diag *d);
+		  struct cfg_diag *d);
 /* The same from memory; name is used in messages in place of a path. */
 int cfg_load_buffer(const char *name, const void *buf, size_t len,
-                    const struct cfg_schema *schema, void *obj,
-                    struct cfg_diag *d);
+		    const struct cfg_schema *schema, void *obj,
+		    struct cfg_diag *d);
 void cfg_free(const struct cfg_schema *schema, void *obj);
 
 /* Canonical YAML of obj, keys in schema order, secrets masked (for -nv). */

@@ -25,7 +25,7 @@ static struct {
 
 static const char *const log_names[] = {"error", "warning", "info", "debug"};
 static const int log_syslog_prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO,
-                                      LOG_DEBUG};
+				      LOG_DEBUG};
 
 void
 log_init(const char *ident, int foreground, enum log_level level)
@@ -71,7 +71,7 @@ log_level_name(enum log_level level)
 
 void
 log_vemit(enum log_level level, const char *subsys, int with_errno,
-          const char *fmt, va_list ap)
+	  const char *fmt, va_list ap)
 {
 	int saved = errno;
 	char msg[LOG_LINE_MAX];
@@ -97,15 +97,15 @@ log_vemit(enum log_level level, const char *subsys, int with_errno,
 		gmtime_r(&ts.tv_sec, &tm);
 		strftime(when, sizeof(when), "%H:%M:%S", &tm);
 		fprintf(stderr, "%s.%03ld %s %s[%s]: %s\n", when,
-		        ts.tv_nsec / 1000000, log_names[level], log_state.ident,
-		        subsys, msg);
+			ts.tv_nsec / 1000000, log_names[level], log_state.ident,
+			subsys, msg);
 		fflush(stderr);
 	} else {
 #if C4_HAVE_SYSTEMD
 		if (sd_journal_send("MESSAGE=%s: %s", subsys, msg,
-		                    "PRIORITY=%d", log_syslog_prio[level],
-		                    "SYSLOG_IDENTIFIER=%s", log_state.ident,
-		                    "C4_SUBSYSTEM=%s", subsys, NULL) < 0)
+				    "PRIORITY=%d", log_syslog_prio[level],
+				    "SYSLOG_IDENTIFIER=%s", log_state.ident,
+				    "C4_SUBSYSTEM=%s", subsys, NULL) < 0)
 			syslog(log_syslog_prio[level], "%s: %s", subsys, msg);
 #else
 		syslog(log_syslog_prio[level], "%s: %s", subsys, msg);
@@ -116,7 +116,7 @@ log_vemit(enum log_level level, const char *subsys, int with_errno,
 
 void
 log_emit(enum log_level level, const char *subsys, int with_errno,
-         const char *fmt, ...)
+	 const char *fmt, ...)
 {
 	va_list ap;
 

@@ -32,12 +32,12 @@ int log_level_parse(const char *name, enum log_level *out);
 const char *log_level_name(enum log_level level);
 
 void log_emit(enum log_level level, const char *subsys, int with_errno,
-              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void log_vemit(enum log_level level, const char *subsys, int with_errno,
-               const char *fmt, va_list ap)
-        __attribute__((format(printf, 4, 0)));
+	       const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
 _Noreturn void log_fatal(const char *subsys, int with_errno, const char *fmt,
-                         ...) __attribute__((format(printf, 3, 4)));
+			 ...) __attribute__((format(printf, 3, 4)));
 
 /* log_warn and fatal append ": strerror(errno)"; the x variants do not. */
 #define log_warn(...)  log_emit(LOG_LVL_WARNING, LOG_SUBSYS, 1, __VA_ARGS__)

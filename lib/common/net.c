@@ -35,7 +35,7 @@ net_addr_parse(const char *s, struct net_addr *a, char *err, size_t len)
 		}
 		if (strlen(path) >= NET_PATH_MAX) {
 			snprintf(err, len, "unix socket path longer than %d",
-			         NET_PATH_MAX - 1);
+				 NET_PATH_MAX - 1);
 			return -1;
 		}
 		a->family = AF_UNIX;
@@ -60,7 +60,7 @@ net_addr_parse(const char *s, struct net_addr *a, char *err, size_t len)
 		}
 		if (memchr(s, ':', (size_t)(colon - s)) != NULL) {
 			snprintf(err, len,
-			         "IPv6 addresses must be written [addr]:port");
+				 "IPv6 addresses must be written [addr]:port");
 			return -1;
 		}
 		host = s;
@@ -68,7 +68,7 @@ net_addr_parse(const char *s, struct net_addr *a, char *err, size_t len)
 	}
 	if (hostlen == 0 || hostlen >= NET_HOST_MAX) {
 		snprintf(err, len, "host must be 1 to %d characters",
-		         NET_HOST_MAX - 1);
+			 NET_HOST_MAX - 1);
 		return -1;
 	}
 	errno = 0;
@@ -98,7 +98,7 @@ net_addr_format(const struct net_addr *a, char *buf, size_t len)
 
 void
 net_sockaddr_format(const struct sockaddr *sa, socklen_t salen, char *buf,
-                    size_t len)
+		    size_t len)
 {
 	char host[INET6_ADDRSTRLEN];
 
@@ -106,7 +106,7 @@ net_sockaddr_format(const struct sockaddr *sa, socklen_t salen, char *buf,
 		const struct sockaddr_un *sun = (const struct sockaddr_un *)sa;
 
 		snprintf(buf, len, "unix:%.*s", (int)sizeof(sun->sun_path),
-		         sun->sun_path);
+			 sun->sun_path);
 	} else if (sa->sa_family == AF_INET) {
 		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
 
@@ -125,7 +125,7 @@ net_sockaddr_format(const struct sockaddr *sa, socklen_t salen, char *buf,
 
 static int
 net_resolve(const struct net_addr *a, int passive, struct addrinfo **res,
-            char *err, size_t errlen)
+	    char *err, size_t errlen)
 {
 	struct addrinfo hints;
 	char port[8];
@@ -146,7 +146,7 @@ net_resolve(const struct net_addr *a, int passive, struct addrinfo **res,
 
 int
 net_listen(const struct net_addr *a, int backlog, unsigned mode, char *bound,
-           size_t boundlen, char *err, size_t errlen)
+	   size_t boundlen, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t sslen = sizeof(ss);
@@ -163,7 +163,7 @@ net_listen(const struct net_addr *a, int backlog, unsigned mode, char *bound,
 		if (lstat(a->path, &st) == 0 && S_ISSOCK(st.st_mode))
 			unlink(a->path);
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		            0);
+			    0);
 		if (fd < 0)
 			goto fail;
 		if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
@@ -177,13 +177,13 @@ net_listen(const struct net_addr *a, int backlog, unsigned mode, char *bound,
 			return -1;
 		for (ai = res; ai != NULL; ai = ai->ai_next) {
 			fd = socket(ai->ai_family,
-			            ai->ai_socktype | SOCK_NONBLOCK |
-			                    SOCK_CLOEXEC,
-			            ai->ai_protocol);
+				    ai->ai_socktype | SOCK_NONBLOCK |
+					    SOCK_CLOEXEC,
+				    ai->ai_protocol);
 			if (fd < 0)
 				continue;
 			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
-			           sizeof(one));
+				   sizeof(one));
 			if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0)
 				break;
 			close(fd);
@@ -197,7 +197,7 @@ net_listen(const struct net_addr *a, int backlog, unsigned mode, char *bound,
 		goto fail;
 	if (getsockname(fd, (struct sockaddr *)&ss, &sslen) == 0)
 		net_sockaddr_format((struct sockaddr *)&ss, sslen, bound,
-		                    boundlen);
+				    boundlen);
 	else
 		net_addr_format(a, bound, boundlen);
 	return fd;
@@ -210,7 +210,7 @@ fail:
 
 static int
 net_connect_one(int family, const struct sockaddr *sa, socklen_t salen,
-                int timeout_ms)
+		int timeout_ms)
 {
 	struct pollfd pfd;
 	int fd, rc, soerr = 0;
@@ -260,7 +260,7 @@ net_connect(const struct net_addr *a, int timeout_ms, char *err, size_t errlen)
 		sun.sun_family = AF_UNIX;
 		strcpy(sun.sun_path, a->path);
 		fd = net_connect_one(AF_UNIX, (struct sockaddr *)&sun,
-		                     sizeof(sun), timeout_ms);
+				     sizeof(sun), timeout_ms);
 	} else {
 		struct addrinfo *res, *ai;
 
@@ -268,11 +268,11 @@ net_connect(const struct net_addr *a, int timeout_ms, char *err, size_t errlen)
 			return -1;
 		for (ai = res; ai != NULL && fd < 0; ai = ai->ai_next)
 			fd = net_connect_one(ai->ai_family, ai->ai_addr,
-			                     ai->ai_addrlen, timeout_ms);
+					     ai->ai_addrlen, timeout_ms);
 		freeaddrinfo(res);
 		if (fd >= 0)
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
-			           sizeof(one));
+				   sizeof(one));
 	}
 	if (fd < 0) {
 		char addr[NET_HOST_MAX + 16];

@@ -27,7 +27,7 @@ int net_addr_parse(const char *s, struct net_addr *a, char *err, size_t len);
 void net_addr_format(const struct net_addr *a, char *buf, size_t len);
 /* Formats a bound socket address (getsockname) as host:port or unix:path. */
 void net_sockaddr_format(const struct sockaddr *sa, socklen_t salen, char *buf,
-                         size_t len);
+			 size_t len);
 
 /*
  * Creates a non-blocking listening socket (SO_REUSEADDR, CLOEXEC).  For unix
@@ -37,7 +37,7 @@ void net_sockaddr_format(const struct sockaddr *sa, socklen_t salen, char *buf,
  * err filled).
  */
 int net_listen(const struct net_addr *a, int backlog, unsigned mode,
-               char *bound, size_t boundlen, char *err, size_t errlen);
+	       char *bound, size_t boundlen, char *err, size_t errlen);
 
 /*
  * Connects a blocking socket with a timeout in milliseconds (used by the
@@ -45,6 +45,6 @@ int net_listen(const struct net_addr *a, int backlog, unsigned mode,
  * the fd or -1 with err filled.
  */
 int net_connect(const struct net_addr *a, int timeout_ms, char *err,
-                size_t errlen);
+		size_t errlen);
 
 #endif

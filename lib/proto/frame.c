@@ -57,7 +57,7 @@ frame_buf_append(struct frame_buf *fb, const void *p, size_t n)
 		/* Move the unread tail to the front before growing. */
 		if (fb->off > 0) {
 			memmove(fb->data, fb->data + fb->off,
-			        fb->len - fb->off);
+				fb->len - fb->off);
 			fb->len -= fb->off;
 			fb->off = 0;
 		}
@@ -81,7 +81,7 @@ frame_buf_append(struct frame_buf *fb, const void *p, size_t n)
 
 enum frame_status
 frame_buf_next(struct frame_buf *fb, uint32_t max, const uint8_t **body,
-               uint32_t *body_len)
+	       uint32_t *body_len)
 {
 	enum frame_status st;
 

@@ -12,10 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FRAME_HDR_LEN      4u
+#define FRAME_HDR_LEN	   4u
 #define FRAME_MAX_DEFAULT  (4u * 1024 * 1024) /* 4 MiB */
-#define FRAME_MAX_MIN      1024u              /* configurable range */
-#define FRAME_MAX_LIMIT    (256u * 1024 * 1024)
+#define FRAME_MAX_MIN	   1024u	      /* configurable range */
+#define FRAME_MAX_LIMIT	   (256u * 1024 * 1024)
 #define FRAME_PER_CALLBACK 64u /* frames handled per read callback */
 
 enum frame_status {
@@ -31,7 +31,7 @@ enum frame_status {
  * above max is FRAME_TOO_BIG however few bytes have arrived.
  */
 enum frame_status frame_peek(const uint8_t *buf, size_t avail, uint32_t max,
-                             uint32_t *body_len);
+			     uint32_t *body_len);
 
 void frame_put_header(uint8_t hdr[FRAME_HDR_LEN], uint32_t body_len);
 
@@ -55,6 +55,6 @@ int frame_buf_append(struct frame_buf *fb, const void *p, size_t n);
  * FRAME_TOO_BIG (the stream is then unusable).
  */
 enum frame_status frame_buf_next(struct frame_buf *fb, uint32_t max,
-                                 const uint8_t **body, uint32_t *body_len);
+				 const uint8_t **body, uint32_t *body_len);
 
 #endif

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define R(x)     MSG_ROLE_BIT(C4__ROLE__ROLE_##x)
-#define ANY      (R(AGENT) | R(CCL_CLIENT) | R(CTL) | R(MASTER))
-#define SERVER   (R(MASTER) | R(AGENT))
+#define R(x)	 MSG_ROLE_BIT(C4__ROLE__ROLE_##x)
+#define ANY	 (R(AGENT) | R(CCL_CLIENT) | R(CTL) | R(MASTER))
+#define SERVER	 (R(MASTER) | R(AGENT))
 #define REPORTER (R(AGENT) | R(CCL_CLIENT))
 
 typedef int (*msg_check_fn)(const void *body, struct msg_err *err);
@@ -36,17 +36,17 @@ msg_fail(struct msg_err *err, C4__ErrorCode code, const char *fmt, ...)
 /* A string field: NULL (absent) is fine unless required. */
 static int
 msg_str(const char *s, size_t max, int required, const char *what,
-        struct msg_err *err)
+	struct msg_err *err)
 {
 	if (s == NULL || s[0] == '\0') {
 		if (required)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-			                "%s is required", what);
+					"%s is required", what);
 		return 0;
 	}
 	if (strnlen(s, max + 1) > max)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "%s longer than %zu bytes", what, max);
+				"%s longer than %zu bytes", what, max);
 	return 0;
 }
 
@@ -57,25 +57,25 @@ msg_sketch(const C4__DurationStats *d, const char *what, struct msg_err *err)
 		return 0;
 	if (d->has_min_ns && d->has_max_ns && d->min_ns > d->max_ns)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "%s: min above max", what);
+				"%s: min above max", what);
 	if (d->sketch != NULL) {
 		const C4__QuantileSketch *s = d->sketch;
 
 		if (s->n_index != s->n_count)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-			                "%s: sketch has %zu indexes but %zu "
-			                "counts",
-			                what, s->n_index, s->n_count);
+					"%s: sketch has %zu indexes but %zu "
+					"counts",
+					what, s->n_index, s->n_count);
 		if (s->n_index > MSG_SKETCH_MAX)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-			                "%s: sketch above %u buckets", what,
-			                MSG_SKETCH_MAX);
+					"%s: sketch above %u buckets", what,
+					MSG_SKETCH_MAX);
 		if (s->relative_accuracy_ppm == 0 ||
 		    s->relative_accuracy_ppm >= 1000000)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-			                "%s: sketch accuracy must be 1..999999 "
-			                "ppm",
-			                what);
+					"%s: sketch accuracy must be 1..999999 "
+					"ppm",
+					what);
 	}
 	return 0;
 }
@@ -88,24 +88,24 @@ msg_check_hello(const void *body, struct msg_err *err)
 	if (!m->has_role || m->role == C4__ROLE__ROLE_UNSPECIFIED ||
 	    m->role > C4__ROLE__ROLE_MASTER)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "hello: role missing or unknown");
+				"hello: role missing or unknown");
 	if (m->has_min_version && m->has_max_version &&
 	    m->min_version > m->max_version)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "hello: min_version above max_version");
+				"hello: min_version above max_version");
 	if (m->has_credential && m->credential.len > MSG_CREDENTIAL_MAX)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "hello: credential longer than %u bytes",
-		                MSG_CREDENTIAL_MAX);
+				"hello: credential longer than %u bytes",
+				MSG_CREDENTIAL_MAX);
 	if (m->n_capabilities > 64)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "hello: more than 64 capabilities");
+				"hello: more than 64 capabilities");
 	for (size_t i = 0; i < m->n_capabilities; i++)
 		if (msg_str(m->capabilities[i], MSG_ID_MAX, 1,
-		            "hello.capabilities", err) < 0)
+			    "hello.capabilities", err) < 0)
 			return -1;
 	if (msg_str(m->software_version, MSG_ID_MAX, 0,
-	            "hello.software_version", err) < 0 ||
+		    "hello.software_version", err) < 0 ||
 	    msg_str(m->job_id, MSG_ID_MAX, 0, "hello.job_id", err) < 0 ||
 	    msg_str(m->node_name, MSG_ID_MAX, 0, "hello.node_name", err) < 0)
 		return -1;
@@ -113,7 +113,7 @@ msg_check_hello(const void *body, struct msg_err *err)
 	if ((m->role == C4__ROLE__ROLE_CCL_CLIENT) &&
 	    (m->job_id == NULL || m->job_id[0] == '\0'))
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "hello: a CCL client must name its job");
+				"hello: a CCL client must name its job");
 	return 0;
 }
 
@@ -125,7 +125,7 @@ msg_check_hello_reply(const void *body, struct msg_err *err)
 	if (msg_str(m->daemon, MSG_ID_MAX, 0, "hello_reply.daemon", err) < 0 ||
 	    msg_str(m->job_id, MSG_ID_MAX, 0, "hello_reply.job_id", err) < 0 ||
 	    msg_str(m->software_version, MSG_ID_MAX, 0,
-	            "hello_reply.software_version", err) < 0)
+		    "hello_reply.software_version", err) < 0)
 		return -1;
 	return 0;
 }
@@ -161,17 +161,17 @@ msg_check_comm_register(const void *body, struct msg_err *err)
 
 	if (!m->has_comm_hash)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "comm_register: comm_hash is required");
+				"comm_register: comm_hash is required");
 	if (!m->has_nranks || m->nranks == 0 || m->nranks > MSG_RANKS_MAX)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "comm_register: nranks must be 1..%u",
-		                MSG_RANKS_MAX);
+				"comm_register: nranks must be 1..%u",
+				MSG_RANKS_MAX);
 	if (m->n_ranks > m->nranks)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "comm_register: %zu rank entries for %u ranks",
-		                m->n_ranks, m->nranks);
+				"comm_register: %zu rank entries for %u ranks",
+				m->n_ranks, m->nranks);
 	if (msg_str(m->job_id, MSG_ID_MAX, 0, "comm_register.job_id", err) <
-	            0 ||
+		    0 ||
 	    msg_str(m->name, MSG_ID_MAX, 0, "comm_register.name", err) < 0)
 		return -1;
 	for (size_t i = 0; i < m->n_ranks; i++) {
@@ -179,13 +179,13 @@ msg_check_comm_register(const void *body, struct msg_err *err)
 
 		if (!r->has_rank || r->rank >= m->nranks)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-			                "comm_register: rank entry %zu: rank "
-			                "missing or not below nranks %u",
-			                i, m->nranks);
+					"comm_register: rank entry %zu: rank "
+					"missing or not below nranks %u",
+					i, m->nranks);
 		if (msg_str(r->host, MSG_ID_MAX, 1, "rank.host", err) < 0 ||
 		    msg_str(r->nic, MSG_ID_MAX, 0, "rank.nic", err) < 0 ||
 		    msg_str(r->gpu_uuid, MSG_ID_MAX, 0, "rank.gpu_uuid", err) <
-		            0 ||
+			    0 ||
 		    msg_str(r->nic_ip, MSG_ID_MAX, 0, "rank.nic_ip", err) < 0)
 			return -1;
 	}
@@ -199,7 +199,7 @@ msg_check_telemetry(const void *body, struct msg_err *err)
 
 	if (!m->has_interval_id)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "telemetry: interval_id is required");
+				"telemetry: interval_id is required");
 	if (msg_str(m->job_id, MSG_ID_MAX, 0, "telemetry.job_id", err) < 0 ||
 	    msg_str(m->host, MSG_ID_MAX, 0, "telemetry.host", err) < 0)
 		return -1;
@@ -208,16 +208,16 @@ msg_check_telemetry(const void *body, struct msg_err *err)
 
 		if (!c->has_comm_hash || !c->has_rank)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-			                "telemetry: coll summary %zu lacks "
-			                "comm_hash or rank",
-			                i);
+					"telemetry: coll summary %zu lacks "
+					"comm_hash or rank",
+					i);
 		for (size_t j = 0; j < c->n_ops; j++)
 			if (msg_sketch(c->ops[j]->kernel_time, "kernel_time",
-			               err) < 0 ||
+				       err) < 0 ||
 			    msg_sketch(c->ops[j]->gap_time, "gap_time", err) <
-			            0 ||
+				    0 ||
 			    msg_sketch(c->ops[j]->enqueue_time, "enqueue_time",
-			               err) < 0)
+				       err) < 0)
 				return -1;
 	}
 	for (size_t i = 0; i < m->n_conns; i++) {
@@ -225,9 +225,9 @@ msg_check_telemetry(const void *body, struct msg_err *err)
 
 		if (!c->has_comm_hash || !c->has_src_rank || !c->has_dst_rank)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-			                "telemetry: conn summary %zu lacks "
-			                "comm_hash, src_rank or dst_rank",
-			                i);
+					"telemetry: conn summary %zu lacks "
+					"comm_hash, src_rank or dst_rank",
+					i);
 		if (msg_sketch(c->transfer_time, "transfer_time", err) < 0)
 			return -1;
 	}
@@ -236,9 +236,9 @@ msg_check_telemetry(const void *body, struct msg_err *err)
 
 		if (!w->has_comm_hash || !w->has_rank)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-			                "telemetry: wait summary %zu lacks "
-			                "comm_hash or rank",
-			                i);
+					"telemetry: wait summary %zu lacks "
+					"comm_hash or rank",
+					i);
 		if (msg_sketch(w->recv_wait, "recv_wait", err) < 0 ||
 		    msg_sketch(w->send_peer_wait, "send_peer_wait", err) < 0 ||
 		    msg_sketch(w->send_gpu_wait, "send_gpu_wait", err) < 0 ||
@@ -250,9 +250,9 @@ msg_check_telemetry(const void *body, struct msg_err *err)
 
 		if (!p->has_comm_hash || !p->has_rank)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-			                "telemetry: progress %zu lacks "
-			                "comm_hash or rank",
-			                i);
+					"telemetry: progress %zu lacks "
+					"comm_hash or rank",
+					i);
 	}
 	return 0;
 }
@@ -269,7 +269,7 @@ msg_check_event(const void *body, struct msg_err *err)
 		return -1;
 	if (!m->has_kind || m->kind == C4__EVENT_KIND__EVENT_UNSPECIFIED)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "event: kind is required");
+				"event: kind is required");
 	return 0;
 }
 
@@ -278,22 +278,22 @@ msg_check_path_request1(const C4__PathRequest *m, struct msg_err *err)
 {
 	if (msg_str(m->job_id, MSG_ID_MAX, 1, "path_request.job_id", err) < 0 ||
 	    msg_str(m->request_id, MSG_ID_MAX, 1, "path_request.request_id",
-	            err) < 0 ||
+		    err) < 0 ||
 	    msg_str(m->src_nic, MSG_ID_MAX, 1, "path_request.src_nic", err) <
-	            0 ||
+		    0 ||
 	    msg_str(m->dst_nic, MSG_ID_MAX, 1, "path_request.dst_nic", err) <
-	            0 ||
+		    0 ||
 	    msg_str(m->src_ip, MSG_ID_MAX, 0, "path_request.src_ip", err) < 0 ||
 	    msg_str(m->dst_ip, MSG_ID_MAX, 0, "path_request.dst_ip", err) < 0)
 		return -1;
 	if (!m->has_qp_count || m->qp_count == 0 ||
 	    m->qp_count > MSG_QP_COUNT_MAX)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "path_request: qp_count must be 1..%u",
-		                MSG_QP_COUNT_MAX);
+				"path_request: qp_count must be 1..%u",
+				MSG_QP_COUNT_MAX);
 	if (m->has_demand && !(m->demand > 0 && m->demand <= 1e6))
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "path_request: demand must be in (0, 1e6]");
+				"path_request: demand must be in (0, 1e6]");
 	return 0;
 }
 
@@ -310,8 +310,8 @@ msg_check_path_request_batch(const void *body, struct msg_err *err)
 
 	if (m->n_requests == 0 || m->n_requests > MSG_BATCH_MAX)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "path_request_batch: 1..%u requests",
-		                MSG_BATCH_MAX);
+				"path_request_batch: 1..%u requests",
+				MSG_BATCH_MAX);
 	for (size_t i = 0; i < m->n_requests; i++)
 		if (msg_check_path_request1(m->requests[i], err) < 0)
 			return -1;
@@ -325,7 +325,7 @@ msg_check_path_release(const void *body, struct msg_err *err)
 
 	if (msg_str(m->job_id, MSG_ID_MAX, 1, "path_release.job_id", err) < 0 ||
 	    msg_str(m->request_id, MSG_ID_MAX, !m->all_of_job,
-	            "path_release.request_id", err) < 0)
+		    "path_release.request_id", err) < 0)
 		return -1;
 	return 0;
 }
@@ -340,15 +340,15 @@ msg_check_probe_task(const void *body, struct msg_err *err)
 		return -1;
 	if (m->n_sports == 0 || m->n_sports > 65536)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "probe_task: 1..65536 source ports");
+				"probe_task: 1..65536 source ports");
 	for (size_t i = 0; i < m->n_sports; i++)
 		if (m->sports[i] == 0 || m->sports[i] > 65535)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-			                "probe_task: source port %u invalid",
-			                m->sports[i]);
+					"probe_task: source port %u invalid",
+					m->sports[i]);
 	if (m->has_max_ttl && (m->max_ttl == 0 || m->max_ttl > 64))
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "probe_task: max_ttl must be 1..64");
+				"probe_task: max_ttl must be 1..64");
 	return 0;
 }
 
@@ -359,16 +359,16 @@ msg_check_probe_result(const void *body, struct msg_err *err)
 
 	if (!m->has_task_id)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "probe_result: task_id is required");
+				"probe_result: task_id is required");
 	for (size_t i = 0; i < m->n_paths; i++) {
 		const C4__ProbePath *p = m->paths[i];
 
 		if (!p->has_sport || p->sport == 0 || p->sport > 65535)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-			                "probe_result: path %zu: bad sport", i);
+					"probe_result: path %zu: bad sport", i);
 		if (p->n_hops > 64)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-			                "probe_result: more than 64 hops");
+					"probe_result: more than 64 hops");
 	}
 	return 0;
 }
@@ -388,11 +388,11 @@ msg_check_admin_request(const void *body, struct msg_err *err)
 
 	if (!m->has_op || m->op == C4__ADMIN_OP__ADMIN_UNSPECIFIED)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-		                "admin_request: op is required");
+				"admin_request: op is required");
 	if (msg_str(m->job_id, MSG_ID_MAX, 0, "admin_request.job_id", err) <
-	            0 ||
+		    0 ||
 	    msg_str(m->link_id, MSG_ID_MAX, 0, "admin_request.link_id", err) <
-	            0 ||
+		    0 ||
 	    msg_str(m->src, MSG_ID_MAX, 0, "admin_request.src", err) < 0 ||
 	    msg_str(m->dst, MSG_ID_MAX, 0, "admin_request.dst", err) < 0)
 		return -1;
@@ -400,39 +400,39 @@ msg_check_admin_request(const void *body, struct msg_err *err)
 }
 
 static const struct msg_type_info msg_types[] = {
-        {C4__MSG_TYPE__MSG_HELLO, "hello", R(AGENT) | R(CCL_CLIENT) | R(CTL),
-         msg_check_hello},
-        {C4__MSG_TYPE__MSG_HELLO_REPLY, "hello_reply", SERVER,
-         msg_check_hello_reply},
-        {C4__MSG_TYPE__MSG_HEARTBEAT, "heartbeat", ANY, msg_check_none},
-        {C4__MSG_TYPE__MSG_ERROR, "error", ANY, msg_check_error},
-        {C4__MSG_TYPE__MSG_GOODBYE, "goodbye", ANY, msg_check_goodbye},
-        {C4__MSG_TYPE__MSG_COMM_REGISTER, "comm_register", REPORTER,
-         msg_check_comm_register},
-        {C4__MSG_TYPE__MSG_TELEMETRY, "telemetry", REPORTER,
-         msg_check_telemetry},
-        {C4__MSG_TYPE__MSG_EVENT, "event", R(MASTER), msg_check_event},
-        {C4__MSG_TYPE__MSG_PATH_REQUEST, "path_request", REPORTER,
-         msg_check_path_request},
-        {C4__MSG_TYPE__MSG_PATH_REQUEST_BATCH, "path_request_batch", REPORTER,
-         msg_check_path_request_batch},
-        {C4__MSG_TYPE__MSG_PATH_REPLY, "path_reply", SERVER, msg_check_none},
-        {C4__MSG_TYPE__MSG_PATH_REPLY_BATCH, "path_reply_batch", SERVER,
-         msg_check_none},
-        {C4__MSG_TYPE__MSG_PATH_RELEASE, "path_release", REPORTER,
-         msg_check_path_release},
-        {C4__MSG_TYPE__MSG_PATH_REASSIGN, "path_reassign", SERVER,
-         msg_check_none},
-        {C4__MSG_TYPE__MSG_QP_LOAD, "qp_load", REPORTER, msg_check_none},
-        {C4__MSG_TYPE__MSG_PROBE_TASK, "probe_task", R(MASTER),
-         msg_check_probe_task},
-        {C4__MSG_TYPE__MSG_PROBE_RESULT, "probe_result", R(AGENT),
-         msg_check_probe_result},
-        {C4__MSG_TYPE__MSG_LINK_STATE, "link_state", R(MASTER),
-         msg_check_link_state},
-        {C4__MSG_TYPE__MSG_ADMIN_REQUEST, "admin_request", R(CTL),
-         msg_check_admin_request},
-        {C4__MSG_TYPE__MSG_ADMIN_REPLY, "admin_reply", SERVER, msg_check_none},
+	{C4__MSG_TYPE__MSG_HELLO, "hello", R(AGENT) | R(CCL_CLIENT) | R(CTL),
+	 msg_check_hello},
+	{C4__MSG_TYPE__MSG_HELLO_REPLY, "hello_reply", SERVER,
+	 msg_check_hello_reply},
+	{C4__MSG_TYPE__MSG_HEARTBEAT, "heartbeat", ANY, msg_check_none},
+	{C4__MSG_TYPE__MSG_ERROR, "error", ANY, msg_check_error},
+	{C4__MSG_TYPE__MSG_GOODBYE, "goodbye", ANY, msg_check_goodbye},
+	{C4__MSG_TYPE__MSG_COMM_REGISTER, "comm_register", REPORTER,
+	 msg_check_comm_register},
+	{C4__MSG_TYPE__MSG_TELEMETRY, "telemetry", REPORTER,
+	 msg_check_telemetry},
+	{C4__MSG_TYPE__MSG_EVENT, "event", R(MASTER), msg_check_event},
+	{C4__MSG_TYPE__MSG_PATH_REQUEST, "path_request", REPORTER,
+	 msg_check_path_request},
+	{C4__MSG_TYPE__MSG_PATH_REQUEST_BATCH, "path_request_batch", REPORTER,
+	 msg_check_path_request_batch},
+	{C4__MSG_TYPE__MSG_PATH_REPLY, "path_reply", SERVER, msg_check_none},
+	{C4__MSG_TYPE__MSG_PATH_REPLY_BATCH, "path_reply_batch", SERVER,
+	 msg_check_none},
+	{C4__MSG_TYPE__MSG_PATH_RELEASE, "path_release", REPORTER,
+	 msg_check_path_release},
+	{C4__MSG_TYPE__MSG_PATH_REASSIGN, "path_reassign", SERVER,
+	 msg_check_none},
+	{C4__MSG_TYPE__MSG_QP_LOAD, "qp_load", REPORTER, msg_check_none},
+	{C4__MSG_TYPE__MSG_PROBE_TASK, "probe_task", R(MASTER),
+	 msg_check_probe_task},
+	{C4__MSG_TYPE__MSG_PROBE_RESULT, "probe_result", R(AGENT),
+	 msg_check_probe_result},
+	{C4__MSG_TYPE__MSG_LINK_STATE, "link_state", R(MASTER),
+	 msg_check_link_state},
+	{C4__MSG_TYPE__MSG_ADMIN_REQUEST, "admin_request", R(CTL),
+	 msg_check_admin_request},
+	{C4__MSG_TYPE__MSG_ADMIN_REPLY, "admin_reply", SERVER, msg_check_none},
 };
 
 static const struct msg_type_info *
@@ -453,7 +453,7 @@ msg_type_name(C4__MsgType type)
 }
 
 static const char *const msg_role_names[] = {"unspecified", "agent",
-                                             "ccl-client", "ctl", "master"};
+					     "ccl-client", "ctl", "master"};
 
 const char *
 msg_role_name(C4__Role role)
@@ -492,7 +492,7 @@ static const ProtobufCFieldDescriptor *
 msg_body_field(C4__MsgType type)
 {
 	return protobuf_c_message_descriptor_get_field(
-	        &c4__envelope__descriptor, (unsigned)type);
+		&c4__envelope__descriptor, (unsigned)type);
 }
 
 void
@@ -550,26 +550,26 @@ msg_unpack(const uint8_t *body, size_t len, struct msg_err *err)
 	env = c4__envelope__unpack(NULL, len, body);
 	if (env == NULL) {
 		msg_fail(err, C4__ERROR_CODE__ERR_MALFORMED,
-		         "frame of %zu bytes is not a valid envelope", len);
+			 "frame of %zu bytes is not a valid envelope", len);
 		return NULL;
 	}
 	if (!env->has_version || env->version != C4_PROTO_VERSION) {
 		msg_fail(err, C4__ERROR_CODE__ERR_BAD_VERSION,
-		         "protocol version %u not supported (this side speaks "
-		         "%u)",
-		         env->has_version ? env->version : 0, C4_PROTO_VERSION);
+			 "protocol version %u not supported (this side speaks "
+			 "%u)",
+			 env->has_version ? env->version : 0, C4_PROTO_VERSION);
 		goto fail;
 	}
 	ti = env->has_type ? msg_type_lookup(env->type) : NULL;
 	if (ti == NULL) {
 		msg_fail(err, C4__ERROR_CODE__ERR_MALFORMED,
-		         "message type %d unknown",
-		         env->has_type ? (int)env->type : -1);
+			 "message type %d unknown",
+			 env->has_type ? (int)env->type : -1);
 		goto fail;
 	}
 	if ((int)env->body_case != (int)env->type || msg_body(env) == NULL) {
 		msg_fail(err, C4__ERROR_CODE__ERR_MALFORMED,
-		         "type %s does not match the body carried", ti->name);
+			 "type %s does not match the body carried", ti->name);
 		goto fail;
 	}
 	if (ti->check(msg_body(env), err) < 0)

@@ -23,13 +23,13 @@
 #define C4_PROTO_VERSION 1u
 
 /* Limits on decoded fields, checked by msg_unpack(). */
-#define MSG_ID_MAX         256u  /* job ids, node names, request ids, ... */
-#define MSG_TEXT_MAX       4096u /* error texts, summaries */
+#define MSG_ID_MAX	   256u	 /* job ids, node names, request ids, ... */
+#define MSG_TEXT_MAX	   4096u /* error texts, summaries */
 #define MSG_CREDENTIAL_MAX 1024u
-#define MSG_RANKS_MAX      (1u << 20) /* ranks of one communicator */
+#define MSG_RANKS_MAX	   (1u << 20) /* ranks of one communicator */
 #define MSG_QP_COUNT_MAX   4096u      /* QPs in one path request */
-#define MSG_BATCH_MAX      65536u     /* requests in one batch */
-#define MSG_SKETCH_MAX     4096u      /* buckets of one quantile sketch */
+#define MSG_BATCH_MAX	   65536u     /* requests in one batch */
+#define MSG_SKETCH_MAX	   4096u      /* buckets of one quantile sketch */
 
 /* Bit masks of C4__Role values, for msg_role_may_send(). */
 #define MSG_ROLE_BIT(r) (1u << (r))
