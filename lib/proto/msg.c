@@ -21,7 +21,7 @@ struct msg_type_info {
 	msg_check_fn check;
 };
 
-static int
+static int __attribute__((format(printf, 3, 4)))
 msg_fail(struct msg_err *err, C4__ErrorCode code, const char *fmt, ...)
 {
 	va_list ap;
