@@ -100,8 +100,22 @@ c4d_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 	struct dmn *d = arg;
 	struct c4d_state *st = d->state;
 
+	const char *job = c4d_job_of(d->conf), *claimed = NULL;
+
 	(void)c;
-	(void)err;
+	if (env->type == C4__MSG_TYPE__MSG_COMM_REGISTER)
+		claimed = env->comm_register->job_id;
+	else if (env->type == C4__MSG_TYPE__MSG_TELEMETRY)
+		claimed = env->telemetry->job_id;
+	/* A job named inside a message must be this master's job. */
+	if (claimed != NULL && claimed[0] != '\0' &&
+	    strcmp(claimed, job) != 0) {
+		err->code = C4__ERROR_CODE__ERR_INVALID;
+		snprintf(err->text, sizeof(err->text),
+			 "%s for job '%s' sent to the master of job '%s'",
+			 msg_type_name(env->type), claimed, job);
+		return -1;
+	}
 	switch (env->type) {
 	case C4__MSG_TYPE__MSG_COMM_REGISTER:
 		st->comm_registrations++;

@@ -136,8 +136,14 @@ void
 srv_set_conf(struct srv *s, const struct srv_conf *conf,
 	     const struct cfg_list *creds)
 {
+	struct srv_conn *c;
+
 	s->p.conf = conf;
 	s->p.creds = creds;
+	/* A new max_frame must be readable on sessions already open. */
+	TAILQ_FOREACH(c, &s->conns, entry)
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+				 FRAME_HDR_LEN + (size_t)conf->max_frame);
 }
 
 const struct srv_stats *
@@ -349,14 +355,19 @@ srv_handle_hello(struct srv_conn *c, const C4__Envelope *env,
 	const struct auth_credential *cred;
 	C4__HelloReply r = C4__HELLO_REPLY__INIT;
 
-	if (h->has_min_version && h->has_max_version &&
-	    (h->min_version > C4_PROTO_VERSION ||
-	     h->max_version < C4_PROTO_VERSION)) {
+	/*
+	 * A hello always travels in a version-1 envelope; the peer's range
+	 * (absent bounds mean 1) must include a version this side speaks.
+	 */
+	if ((h->has_min_version ? h->min_version : 1) > C4_PROTO_VERSION ||
+	    (h->has_max_version ? h->max_version : 1) < C4_PROTO_VERSION) {
 		err->code = C4__ERROR_CODE__ERR_BAD_VERSION;
 		snprintf(err->text, sizeof(err->text),
 			 "hello: protocol versions %u..%u not supported (this "
 			 "side speaks %u)",
-			 h->min_version, h->max_version, C4_PROTO_VERSION);
+			 h->has_min_version ? h->min_version : 1,
+			 h->has_max_version ? h->max_version : 1,
+			 C4_PROTO_VERSION);
 		return -1;
 	}
 	cred = h->has_credential ? auth_match(s->p.creds, h->credential.data,
@@ -444,7 +455,8 @@ srv_dispatch(struct srv_conn *c, const C4__Envelope *env)
 		srv_reject(c, &err);
 		return -1;
 	}
-	if (!msg_role_may_send(c->role, env->type)) {
+	if (!msg_role_may_send(c->role, env->type) ||
+	    msg_from_server_only(env->type)) {
 		err.code = C4__ERROR_CODE__ERR_ROLE;
 		snprintf(err.text, sizeof(err.text), "a %s may not send %s",
 			 msg_role_name(c->role), msg_type_name(env->type));

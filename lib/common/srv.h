@@ -22,7 +22,8 @@
 #include "cfg.h"
 #include "msg.h"
 
-#define SRV_OUTBUF_MAX	    (64u * 1024 * 1024) /* queued replies per peer */
+/* Queued output per peer; above two largest frames the peer is too slow. */
+#define SRV_OUTBUF_MAX	    (2u * FRAME_HDR_LEN + 2u * FRAME_MAX_LIMIT)
 #define SRV_CLOSE_LINGER_MS 1000 /* time to flush a final Error */
 
 /* Counters, exported by ADMIN_STATUS and (later) Prometheus. */

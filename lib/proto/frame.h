@@ -15,7 +15,7 @@
 #define FRAME_HDR_LEN	   4u
 #define FRAME_MAX_DEFAULT  (4u * 1024 * 1024) /* 4 MiB */
 #define FRAME_MAX_MIN	   1024u	      /* configurable range */
-#define FRAME_MAX_LIMIT	   (256u * 1024 * 1024)
+#define FRAME_MAX_LIMIT	   (64u * 1024 * 1024)
 #define FRAME_PER_CALLBACK 64u /* frames handled per read callback */
 
 enum frame_status {

@@ -21,6 +21,17 @@ struct msg_type_info {
 	msg_check_fn check;
 };
 
+/*
+ * Types only the serving side of a session sends (an agent serves its CCL
+ * clients, so "agent" alone cannot tell the direction).
+ */
+static const C4__MsgType msg_server_types[] = {
+	C4__MSG_TYPE__MSG_HELLO_REPLY,	 C4__MSG_TYPE__MSG_EVENT,
+	C4__MSG_TYPE__MSG_PATH_REPLY,	 C4__MSG_TYPE__MSG_PATH_REPLY_BATCH,
+	C4__MSG_TYPE__MSG_PATH_REASSIGN, C4__MSG_TYPE__MSG_PROBE_TASK,
+	C4__MSG_TYPE__MSG_LINK_STATE,	 C4__MSG_TYPE__MSG_ADMIN_REPLY,
+};
+
 static int __attribute__((format(printf, 3, 4)))
 msg_fail(struct msg_err *err, C4__ErrorCode code, const char *fmt, ...)
 {
@@ -97,9 +108,10 @@ msg_check_hello(const void *body, struct msg_err *err)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
 				"hello: credential longer than %u bytes",
 				MSG_CREDENTIAL_MAX);
-	if (m->n_capabilities > 64)
+	if (m->n_capabilities > MSG_CAPS_MAX)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-				"hello: more than 64 capabilities");
+				"hello: more than %u capabilities",
+				MSG_CAPS_MAX);
 	for (size_t i = 0; i < m->n_capabilities; i++)
 		if (msg_str(m->capabilities[i], MSG_ID_MAX, 1,
 			    "hello.capabilities", err) < 0)
@@ -327,7 +339,106 @@ msg_check_path_release(const void *body, struct msg_err *err)
 	    msg_str(m->request_id, MSG_ID_MAX, !m->all_of_job,
 		    "path_release.request_id", err) < 0)
 		return -1;
+	if (m->all_of_job && m->request_id != NULL && m->request_id[0] != '\0')
+		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
+				"path_release: request_id must be empty with "
+				"all_of_job");
 	return 0;
+}
+
+static int
+msg_check_qp_load(const void *body, struct msg_err *err)
+{
+	const C4__QpLoadUpdate *m = body;
+
+	if (msg_str(m->job_id, MSG_ID_MAX, 1, "qp_load.job_id", err) < 0 ||
+	    msg_str(m->host, MSG_ID_MAX, 0, "qp_load.host", err) < 0)
+		return -1;
+	for (size_t i = 0; i < m->n_qps; i++) {
+		const C4__QpLoad *q = m->qps[i];
+
+		if (msg_str(q->request_id, MSG_ID_MAX, 1, "qp_load.request_id",
+			    err) < 0 ||
+		    msg_sketch(q->completion_time, "completion_time", err) < 0)
+			return -1;
+		if (!q->has_udp_sport || q->udp_sport == 0 ||
+		    q->udp_sport > 65535)
+			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
+					"qp_load: entry %zu: bad udp_sport", i);
+	}
+	return 0;
+}
+
+static int
+msg_check_assignments(C4__PathAssignment *const *v, size_t n, const char *what,
+		      struct msg_err *err)
+{
+	if (n > MSG_QP_COUNT_MAX)
+		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
+				"%s: more than %u paths", what,
+				MSG_QP_COUNT_MAX);
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i]->has_udp_sport || v[i]->udp_sport == 0 ||
+		    v[i]->udp_sport > 65535)
+			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
+					"%s: path %zu: bad udp_sport", what, i);
+		if (msg_str(v[i]->src_leaf, MSG_ID_MAX, 0, "path.src_leaf",
+			    err) < 0 ||
+		    msg_str(v[i]->spine, MSG_ID_MAX, 0, "path.spine", err) <
+			    0 ||
+		    msg_str(v[i]->dst_leaf, MSG_ID_MAX, 0, "path.dst_leaf",
+			    err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+msg_check_path_reply1(const C4__PathReply *m, struct msg_err *err)
+{
+	if (msg_str(m->request_id, MSG_ID_MAX, 0, "path_reply.request_id",
+		    err) < 0 ||
+	    msg_str(m->error_text, MSG_TEXT_MAX, 0, "path_reply.error_text",
+		    err) < 0)
+		return -1;
+	return msg_check_assignments(m->paths, m->n_paths, "path_reply", err);
+}
+
+static int
+msg_check_path_reply(const void *body, struct msg_err *err)
+{
+	return msg_check_path_reply1(body, err);
+}
+
+static int
+msg_check_path_reply_batch(const void *body, struct msg_err *err)
+{
+	const C4__PathReplyBatch *m = body;
+
+	if (m->n_replies > MSG_BATCH_MAX)
+		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
+				"path_reply_batch: more than %u replies",
+				MSG_BATCH_MAX);
+	for (size_t i = 0; i < m->n_replies; i++)
+		if (msg_check_path_reply1(m->replies[i], err) < 0)
+			return -1;
+	return 0;
+}
+
+static int
+msg_check_path_reassign(const void *body, struct msg_err *err)
+{
+	const C4__PathReassign *m = body;
+
+	if (msg_str(m->job_id, MSG_ID_MAX, 1, "path_reassign.job_id", err) <
+		    0 ||
+	    msg_str(m->request_id, MSG_ID_MAX, 1, "path_reassign.request_id",
+		    err) < 0 ||
+	    msg_str(m->reason, MSG_TEXT_MAX, 0, "path_reassign.reason", err) <
+		    0)
+		return -1;
+	return msg_check_assignments(m->paths, m->n_paths, "path_reassign",
+				     err);
 }
 
 static int
@@ -338,17 +449,19 @@ msg_check_probe_task(const void *body, struct msg_err *err)
 	if (msg_str(m->src_ip, MSG_ID_MAX, 1, "probe_task.src_ip", err) < 0 ||
 	    msg_str(m->dst_ip, MSG_ID_MAX, 1, "probe_task.dst_ip", err) < 0)
 		return -1;
-	if (m->n_sports == 0 || m->n_sports > 65536)
+	if (m->n_sports == 0 || m->n_sports > MSG_PROBE_PORTS_MAX)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-				"probe_task: 1..65536 source ports");
+				"probe_task: 1..%u source ports",
+				MSG_PROBE_PORTS_MAX);
 	for (size_t i = 0; i < m->n_sports; i++)
 		if (m->sports[i] == 0 || m->sports[i] > 65535)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
 					"probe_task: source port %u invalid",
 					m->sports[i]);
-	if (m->has_max_ttl && (m->max_ttl == 0 || m->max_ttl > 64))
+	if (m->has_max_ttl && (m->max_ttl == 0 || m->max_ttl > MSG_TTL_MAX))
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-				"probe_task: max_ttl must be 1..64");
+				"probe_task: max_ttl must be 1..%u",
+				MSG_TTL_MAX);
 	return 0;
 }
 
@@ -360,15 +473,19 @@ msg_check_probe_result(const void *body, struct msg_err *err)
 	if (!m->has_task_id)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
 				"probe_result: task_id is required");
+	if (msg_str(m->src_ip, MSG_ID_MAX, 0, "probe_result.src_ip", err) < 0 ||
+	    msg_str(m->dst_ip, MSG_ID_MAX, 0, "probe_result.dst_ip", err) < 0)
+		return -1;
 	for (size_t i = 0; i < m->n_paths; i++) {
 		const C4__ProbePath *p = m->paths[i];
 
 		if (!p->has_sport || p->sport == 0 || p->sport > 65535)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
 					"probe_result: path %zu: bad sport", i);
-		if (p->n_hops > 64)
+		if (p->n_hops > MSG_TTL_MAX)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
-					"probe_result: more than 64 hops");
+					"probe_result: more than %u hops",
+					MSG_TTL_MAX);
 	}
 	return 0;
 }
@@ -378,7 +495,12 @@ msg_check_link_state(const void *body, struct msg_err *err)
 {
 	const C4__LinkState *m = body;
 
-	return msg_str(m->link_id, MSG_ID_MAX, 1, "link_state.link_id", err);
+	if (msg_str(m->link_id, MSG_ID_MAX, 1, "link_state.link_id", err) < 0 ||
+	    msg_str(m->reason, MSG_TEXT_MAX, 0, "link_state.reason", err) < 0 ||
+	    msg_str(m->a, MSG_ID_MAX, 0, "link_state.a", err) < 0 ||
+	    msg_str(m->b, MSG_ID_MAX, 0, "link_state.b", err) < 0)
+		return -1;
+	return 0;
 }
 
 static int
@@ -416,14 +538,15 @@ static const struct msg_type_info msg_types[] = {
 	 msg_check_path_request},
 	{C4__MSG_TYPE__MSG_PATH_REQUEST_BATCH, "path_request_batch", REPORTER,
 	 msg_check_path_request_batch},
-	{C4__MSG_TYPE__MSG_PATH_REPLY, "path_reply", SERVER, msg_check_none},
+	{C4__MSG_TYPE__MSG_PATH_REPLY, "path_reply", SERVER,
+	 msg_check_path_reply},
 	{C4__MSG_TYPE__MSG_PATH_REPLY_BATCH, "path_reply_batch", SERVER,
-	 msg_check_none},
+	 msg_check_path_reply_batch},
 	{C4__MSG_TYPE__MSG_PATH_RELEASE, "path_release", REPORTER,
 	 msg_check_path_release},
 	{C4__MSG_TYPE__MSG_PATH_REASSIGN, "path_reassign", SERVER,
-	 msg_check_none},
-	{C4__MSG_TYPE__MSG_QP_LOAD, "qp_load", REPORTER, msg_check_none},
+	 msg_check_path_reassign},
+	{C4__MSG_TYPE__MSG_QP_LOAD, "qp_load", REPORTER, msg_check_qp_load},
 	{C4__MSG_TYPE__MSG_PROBE_TASK, "probe_task", R(MASTER),
 	 msg_check_probe_task},
 	{C4__MSG_TYPE__MSG_PROBE_RESULT, "probe_result", R(AGENT),
@@ -475,6 +598,16 @@ msg_role_parse(const char *name, C4__Role *out)
 		}
 	}
 	return -1;
+}
+
+int
+msg_from_server_only(C4__MsgType type)
+{
+	for (size_t i = 0;
+	     i < sizeof(msg_server_types) / sizeof(msg_server_types[0]); i++)
+		if (msg_server_types[i] == type)
+			return 1;
+	return 0;
 }
 
 int

@@ -23,13 +23,16 @@
 #define C4_PROTO_VERSION 1u
 
 /* Limits on decoded fields, checked by msg_unpack(). */
-#define MSG_ID_MAX	   256u	 /* job ids, node names, request ids, ... */
-#define MSG_TEXT_MAX	   4096u /* error texts, summaries */
-#define MSG_CREDENTIAL_MAX 1024u
-#define MSG_RANKS_MAX	   (1u << 20) /* ranks of one communicator */
-#define MSG_QP_COUNT_MAX   4096u      /* QPs in one path request */
-#define MSG_BATCH_MAX	   65536u     /* requests in one batch */
-#define MSG_SKETCH_MAX	   4096u      /* buckets of one quantile sketch */
+#define MSG_ID_MAX	    256u  /* job ids, node names, request ids, ... */
+#define MSG_TEXT_MAX	    4096u /* error texts, summaries */
+#define MSG_CREDENTIAL_MAX  1024u
+#define MSG_RANKS_MAX	    (1u << 20) /* ranks of one communicator */
+#define MSG_QP_COUNT_MAX    4096u      /* QPs in one path request */
+#define MSG_BATCH_MAX	    65536u     /* requests in one batch */
+#define MSG_SKETCH_MAX	    4096u      /* buckets of one quantile sketch */
+#define MSG_CAPS_MAX	    64u	       /* capabilities in one hello */
+#define MSG_PROBE_PORTS_MAX 65536u     /* source ports in one probe task */
+#define MSG_TTL_MAX	    64u	       /* probe TTL, and hops per path */
 
 /* Bit masks of C4__Role values, for msg_role_may_send(). */
 #define MSG_ROLE_BIT(r) (1u << (r))
@@ -68,5 +71,7 @@ void msg_free(C4__Envelope *env);
 
 /* May a peer authenticated with role send messages of this type? */
 int msg_role_may_send(C4__Role role, C4__MsgType type);
+/* Is this type sent only by the serving side of a session? */
+int msg_from_server_only(C4__MsgType type);
 
 #endif

@@ -315,11 +315,24 @@ START_TEST(test_malformed_input_keeps_serving)
 	expect_fatal(&bad, C4__ERROR_CODE__ERR_STATE);
 	msg_free(bad.hello_env);
 
-	/* 12. connect and say nothing: closed after hello_timeout */
+	/* 12. a server-only message from a client (an agent's own reply) */
+	{
+		C4__AdminReply r = C4__ADMIN_REPLY__INIT;
+
+		good_client(&bad, &d, C4__ROLE__ROLE_AGENT, AGENT_TOKEN,
+			    "job-42");
+		ck_assert_int_eq(
+			cli_send(&bad, C4__MSG_TYPE__MSG_ADMIN_REPLY, &r, NULL),
+			0);
+		expect_fatal(&bad, C4__ERROR_CODE__ERR_ROLE);
+		msg_free(bad.hello_env);
+	}
+
+	/* 13. connect and say nothing: closed after hello_timeout */
 	raw_connect(&bad, &d);
 	expect_fatal(&bad, C4__ERROR_CODE__ERR_TIMEOUT);
 
-	/* 13. a valid message the daemon does not serve: non-fatal */
+	/* 14. a valid message the daemon does not serve: non-fatal */
 	{
 		C4__PathRelease r = C4__PATH_RELEASE__INIT;
 		C4__Envelope *env;
@@ -350,10 +363,23 @@ START_TEST(test_malformed_input_keeps_serving)
 	ck_assert_int_eq(counter(&d, "bad_version"), 1);
 	ck_assert_int_eq(counter(&d, "bad_state"), 2);
 	ck_assert_int_eq(counter(&d, "auth_failed"), 3);
-	ck_assert_int_eq(counter(&d, "out_of_role"), 1);
+	ck_assert_int_eq(counter(&d, "out_of_role"), 2);
 	ck_assert_int_eq(counter(&d, "hello_timeout"), 1);
 	ck_assert_int_eq(counter(&d, "invalid"), 1);
 	ck_assert_int_eq(counter(&d, "telemetry_batches"), 1);
+	/* Telemetry naming another job is refused, the session stays. */
+	{
+		C4__TelemetryBatch t = C4__TELEMETRY_BATCH__INIT;
+
+		t.has_interval_id = 1;
+		t.job_id = (char *)"job-7";
+		ck_assert_ptr_null(
+			cli_call(&good, C4__MSG_TYPE__MSG_TELEMETRY, &t));
+		ck_assert_str_eq(good.err, "telemetry for job 'job-7' sent to "
+					   "the master of job 'job-42'");
+		heartbeat_ok(&good);
+		ck_assert_int_eq(counter(&d, "telemetry_batches"), 1);
+	}
 	ck_assert_int_eq(counter(&d, "agents_connected"), 1);
 	ck_assert(th_log_has(&d, "unknown credential"));
 	ck_assert(th_log_has(&d, "agent of job 'job-7' may not talk to the "
