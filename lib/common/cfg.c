@@ -508,6 +508,9 @@ cfg_load_value(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 	}
 	switch (val->type) {
 	case YAML_SCALAR_NODE:
+		if (f->type == CFG_SECTION || f->type == CFG_LIST ||
+		    f->type == CFG_STRLIST)
+			break; /* reported below, as for any wrong kind */
 		return cfg_store_scalar(c, f, obj,
 					(const char *)val->data.scalar.value,
 					cfg_node_pos(val));
@@ -713,6 +716,17 @@ cfg_load_buffer(const char *name, const void *buf, size_t len,
 				rc = -1;
 			}
 			yaml_document_delete(&next);
+		} else {
+			struct cfg_pos p = {
+				(unsigned)parser.problem_mark.line + 1,
+				(unsigned)parser.problem_mark.column + 1};
+
+			cfg_diag_add(d, p, "YAML syntax error: %s%s%s",
+				     parser.problem ? parser.problem
+						    : "unknown",
+				     parser.context ? " " : "",
+				     parser.context ? parser.context : "");
+			rc = -1;
 		}
 	}
 	yaml_document_delete(&doc);
@@ -740,6 +754,15 @@ cfg_load_file(const char *path, const struct cfg_schema *schema, void *obj,
 		cfg_diag_add(d, top, "cannot read: %s", strerror(errno));
 		if (fd >= 0)
 			close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		cfg_diag_init(d, path);
+		memset(obj, 0, schema->size);
+		cfg_diag_add(d, top, "cannot read: %s",
+			     S_ISDIR(st.st_mode) ? strerror(EISDIR)
+						 : "not a regular file");
 		return -1;
 	}
 	if ((size_t)st.st_size > CFG_FILE_MAX) {
