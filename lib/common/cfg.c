@@ -666,7 +666,10 @@ cfg_load_buffer(const char *name, const void *buf, size_t len,
 		cfg_diag_add(d, top, "out of memory");
 		return -1;
 	}
-	yaml_parser_set_input_string(&parser, buf, len);
+	/* libyaml insists on a buffer even for zero bytes. */
+	yaml_parser_set_input_string(&parser,
+				     buf != NULL ? buf : (const void *)"",
+				     buf != NULL ? len : 0);
 	if (!yaml_parser_load(&parser, &doc)) {
 		struct cfg_pos p = {(unsigned)parser.problem_mark.line + 1,
 				    (unsigned)parser.problem_mark.column + 1};
@@ -782,7 +785,19 @@ cfg_load_file(const char *path, const struct cfg_schema *schema, void *obj,
 	}
 	while (off < (size_t)st.st_size) {
 		got = read(fd, buf + off, (size_t)st.st_size - off);
-		if (got <= 0)
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			int e = errno;
+
+			close(fd);
+			free(buf);
+			cfg_diag_init(d, path);
+			memset(obj, 0, schema->size);
+			cfg_diag_add(d, top, "cannot read: %s", strerror(e));
+			return -1;
+		}
+		if (got == 0)
 			break;
 		off += (size_t)got;
 	}
