@@ -389,6 +389,46 @@ START_TEST(test_malformed_input_keeps_serving)
 }
 END_TEST
 
+/* The same session layer guards every daemon: a short round for each. */
+START_TEST(test_every_daemon_refuses_bad_input)
+{
+	static const struct {
+		const char *name;
+		const char *conf;
+	} daemons[] = {{"c4d-master", master_conf},
+		       {"c4p-master", c4p_conf},
+		       {"c4a-agent", agent_conf}};
+
+	for (size_t i = 0; i < 3; i++) {
+		struct th_daemon d;
+		struct cli good, bad;
+		uint8_t hdr[4];
+
+		ck_assert_int_eq(th_start(&d, daemons[i].name, daemons[i].conf),
+				 0);
+		good_client(&good, &d, C4__ROLE__ROLE_CTL, OPS_TOKEN, NULL);
+		raw_connect(&bad, &d);
+		ck_assert_int_eq(cli_send_raw(&bad, "\0\0\0\x05junk!", 9), 0);
+		expect_fatal(&bad, C4__ERROR_CODE__ERR_MALFORMED);
+		raw_connect(&bad, &d);
+		frame_put_header(hdr, 0x7fffffff);
+		ck_assert_int_eq(cli_send_raw(&bad, hdr, 4), 0);
+		expect_fatal(&bad, C4__ERROR_CODE__ERR_TOO_LARGE);
+		raw_connect(&bad, &d);
+		send_hello(&bad, C4__ROLE__ROLE_CTL, "wrong-operator-token",
+			   NULL);
+		expect_fatal(&bad, C4__ERROR_CODE__ERR_AUTH);
+		heartbeat_ok(&good);
+		ck_assert(th_alive(&d));
+		ck_assert_int_eq(counter(&d, "malformed"), 1);
+		ck_assert_int_eq(counter(&d, "too_large"), 1);
+		ck_assert_int_eq(counter(&d, "auth_failed"), 1);
+		cli_close(&good);
+		ck_assert_int_eq(th_stop(&d), 0);
+	}
+}
+END_TEST
+
 START_TEST(test_agent_unix_socket)
 {
 	struct th_daemon d;
@@ -536,6 +576,7 @@ daemons_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_each_daemon_ping_status_stop);
 	tcase_add_test(tc, test_malformed_input_keeps_serving);
+	tcase_add_test(tc, test_every_daemon_refuses_bad_input);
 	tcase_add_test(tc, test_agent_unix_socket);
 	tcase_add_test(tc, test_many_sessions);
 	tcase_add_test(tc, test_reload);
