@@ -298,7 +298,14 @@ cfg_store_scalar(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 			return -1;
 		}
 		if (!cfg_bounds_ok(f, (double)iv)) {
-			cfg_bounds_error(c, p, f, text);
+			if (f->flags & CFG_OCTAL)
+				cfg_diag_add(
+					c->d, p,
+					"%s: %s is out of range [%#o, %#o]",
+					f->key, text, (unsigned)f->min,
+					(unsigned)f->max);
+			else
+				cfg_bounds_error(c, p, f, text);
 			return -1;
 		}
 		memcpy(slot, &iv, sizeof(iv));
@@ -417,6 +424,14 @@ cfg_load_strlist(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 					  : cfg_node_pos(seq),
 				     "%s: items must be strings, got %s",
 				     f->key, item ? cfg_node_kind(item) : "?");
+			rc = -1;
+			continue;
+		}
+		if (strlen((const char *)item->data.scalar.value) >
+		    CFG_STR_MAX) {
+			cfg_diag_add(c->d, cfg_node_pos(item),
+				     "%s: item longer than %d characters",
+				     f->key, CFG_STR_MAX);
 			rc = -1;
 			continue;
 		}

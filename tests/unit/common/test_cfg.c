@@ -534,9 +534,9 @@ START_TEST(test_out_of_range)
 	expect_error("name: a\nlimits: {max_conns: -5}\n",
 		     "t.yaml:2:21: max_conns: -5 is out of range [1, 1000]");
 	expect_error("name: a\nmode: 01000\n",
-		     "t.yaml:2:7: mode: 01000 is out of range [0, 511]");
+		     "t.yaml:2:7: mode: 01000 is out of range [0, 0777]");
 	expect_error("name: a\nmode: -1\n",
-		     "t.yaml:2:7: mode: -1 is out of range [0, 511]");
+		     "t.yaml:2:7: mode: -1 is out of range [0, 0777]");
 	expect_error("name: a\nlimits: {timeout: 99ms}\n",
 		     "t.yaml:2:19: timeout: 99ms is out of range [100ms, "
 		     "60000ms]");
