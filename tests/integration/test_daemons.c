@@ -5,6 +5,7 @@
  * a clean stop.
  */
 #include <check.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -454,6 +455,32 @@ START_TEST(test_agent_unix_socket)
 }
 END_TEST
 
+/*
+ * Regression: under DynamicUser the socket file kept the daemon's own
+ * group, so CCL users could not connect; socket.group gives it theirs.
+ */
+START_TEST(test_agent_socket_group)
+{
+	struct group *g = getgrgid(getegid());
+	struct th_daemon d;
+	char conf[2048];
+	struct stat st;
+
+	ck_assert_ptr_nonnull(g);
+	snprintf(conf, sizeof(conf),
+		 "socket:\n  path: @DIR@/agent.sock\n  mode: 0660\n"
+		 "  group: %s\n"
+		 "credentials:\n  - name: ccl\n    token: " CCL_TOKEN "\n"
+		 "    roles: [ccl-client]\n",
+		 g->gr_name);
+	ck_assert_int_eq(th_start(&d, "c4a-agent", conf), 0);
+	ck_assert_int_eq(stat(d.unix_path, &st), 0);
+	ck_assert_int_eq(st.st_gid, g->gr_gid);
+	ck_assert_int_eq(st.st_mode & 0777, 0660);
+	ck_assert_int_eq(th_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(test_many_sessions)
 {
 	enum { N = 64 };
@@ -578,6 +605,7 @@ daemons_suite(void)
 	tcase_add_test(tc, test_malformed_input_keeps_serving);
 	tcase_add_test(tc, test_every_daemon_refuses_bad_input);
 	tcase_add_test(tc, test_agent_unix_socket);
+	tcase_add_test(tc, test_agent_socket_group);
 	tcase_add_test(tc, test_many_sessions);
 	tcase_add_test(tc, test_reload);
 	tcase_add_test(tc, test_check_config);
