@@ -240,12 +240,16 @@ episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
 			if (!hit && getenv("C4_BENCH_VERBOSE"))
 				fprintf(stderr,
 					"false event: %s %s n=%u type=%d "
-					"iv=%u host %u gpu %u\n",
+					"iv=%u first=%u host %u gpu %u "
+					"slow %.3f z %.1f cells %u tr %u\n",
 					matrix_kind_name(ev[k].kind),
 					ev[k].ambiguous ? "(ambiguous)" : "",
 					nranks, type, iv,
+					(unsigned)ev[k].first_interval,
 					ev[k].suspects[0].host,
-					ev[k].suspects[0].gpu);
+					ev[k].suspects[0].gpu, ev[k].slowdown,
+					ev[k].score, ev[k].ncells_total,
+					ev[k].suspects[0].transport);
 		}
 	}
 	if (type < 0) {

@@ -37,8 +37,8 @@
 #define C4M_DEF_Z_MIN		   4.0	/* least robust z of a hot cell      */
 #define C4M_DEF_COLD_Z_MIN	   6.0	/* same, before a baseline exists    */
 #define C4M_DEF_SIGMA_FLOOR	   0.01 /* least spread (log units)          */
-#define C4M_DEF_BASE_ALPHA	   0.2	/* EWMA weight of a new clean sample */
-#define C4M_DEF_WARM_INTERVALS	   3	/* clean samples before warm         */
+#define C4M_DEF_BASE_ALPHA	   0.1	/* EWMA weight of a new clean sample */
+#define C4M_DEF_WARM_INTERVALS	   4	/* clean samples before warm         */
 #define C4M_DEF_MIN_CHUNKS	   8	/* chunks for a usable cell sample   */
 #define C4M_DEF_MIN_CLASS	   32	/* cells for a class of its own      */
 #define C4M_DEF_MIN_GROUP	   4	/* members for a rank comparison     */

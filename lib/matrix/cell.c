@@ -21,6 +21,27 @@
 enum cell_side { SIDE_UNKNOWN = 0, SIDE_COLD, SIDE_MIXED, SIDE_HOT };
 
 static int
+cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
+{
+	uint64_t key = ((uint64_t)tx << 32) | rx;
+	struct link *l;
+
+	if (hmap_get(&m->link_map, key, idx) == 0)
+		return 0;
+	if (mem_grow((void **)&m->links, &m->clinks, m->nlinks + 1,
+		     sizeof(*m->links)) < 0)
+		return -1;
+	if (hmap_put(&m->link_map, key, m->nlinks) < 0)
+		return -1;
+	l = &m->links[m->nlinks];
+	memset(l, 0, sizeof(*l));
+	l->ep_tx = tx;
+	l->ep_rx = rx;
+	*idx = m->nlinks++;
+	return 0;
+}
+
+static int
 cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn,
 	 uint32_t *idx)
 {
@@ -49,6 +70,8 @@ cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn,
 		       : m->devs[c->dev[cn->src]].ep_gpu;
 	x->ep_rx = net ? m->devs[c->dev[cn->dst]].ep_net
 		       : m->devs[c->dev[cn->dst]].ep_gpu;
+	if (cell_link_get(m, x->ep_tx, x->ep_rx, &x->link) < 0)
+		return -1;
 	*idx = m->ncells++;
 	return 0;
 }
@@ -268,47 +291,47 @@ cell_side_of(struct matrix *m, uint32_t ep, int rx)
 	return sd;
 }
 
-/* Pass 1 over a side: count cells and find the hottest. */
+/* Pass 1 over a side: count links and find the hottest. */
 static void
-cell_side_max(struct matrix *m, uint32_t ep, int rx, const struct cell *x)
+cell_side_max(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 {
 	struct side *sd = cell_side_of(m, ep, rx);
 
 	sd->n++;
-	if (x->r > sd->rmax)
-		sd->rmax = x->r;
+	if (l->r > sd->rmax)
+		sd->rmax = l->r;
 }
 
 /*
- * A cell is consistent with its side's hottest cell when it is slowed by
+ * A link is consistent with its side's hottest link when it is slowed by
  * at least half as much (in log units) and is itself elevated. A slow NIC
- * slows all its cells alike; a slow path slows one.
+ * slows all its links alike; a slow path slows one.
  */
 static int
 cell_consistent(const struct matrix *m, const struct side *sd,
-		const struct cell *x)
+		const struct link *l)
 {
-	if (x->warm < m->p.warm_intervals)
-		return x->hot; /* cold cells: only under the cold thresholds */
-	return x->r >= 0.5f * sd->rmax &&
-	       x->r >= (float)(0.5 * log(m->p.min_slowdown));
+	if (l->ncold > 0)
+		return l->hot; /* cold cells: only under the cold thresholds */
+	return l->r >= 0.5f * sd->rmax &&
+	       l->r >= (float)(0.5 * log(m->p.min_slowdown));
 }
 
-/* Pass 2 over a side: sum the consistent cells. */
+/* Pass 2 over a side: sum the consistent links. */
 static void
-cell_side_sum(struct matrix *m, uint32_t ep, int rx, const struct cell *x)
+cell_side_sum(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 {
 	struct side *sd = cell_side_of(m, ep, rx);
 
-	if (!cell_consistent(m, sd, x))
+	if (!cell_consistent(m, sd, l))
 		return;
 	sd->ncons++;
-	sd->sum_r += x->r;
-	sd->sum_z += x->z;
+	sd->sum_r += l->r;
+	sd->sum_z += l->z;
 }
 
 /*
- * Judge a side once its sums are complete: HOT when enough of its cells
+ * Judge a side once its sums are complete: HOT when enough of its links
  * are consistently slowed (count and share), their mean slowdown reaches
  * min_slowdown and their combined z reaches z_min.
  */
@@ -331,12 +354,12 @@ cell_side_judge(struct matrix *m, uint32_t ep, int rx)
 }
 
 /*
- * How the rest of a side looks from one hot cell x on it: HOT (the side
- * itself is slow), UNKNOWN (x is its only cell), COLD (at most cold_frac
- * of the other cells are consistent with x) or MIXED.
+ * How the rest of a side looks from one hot link l on it: HOT (the side
+ * itself is slow), UNKNOWN (l is its only link), COLD (at most cold_frac
+ * of the other links are consistent with l) or MIXED.
  */
 static int
-cell_side(struct matrix *m, uint32_t ep, int rx, const struct cell *x)
+cell_side(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 {
 	struct side *sd = cell_side_of(m, ep, rx);
 	uint32_t others, cons;
@@ -346,7 +369,7 @@ cell_side(struct matrix *m, uint32_t ep, int rx, const struct cell *x)
 	if (sd->n <= 1)
 		return SIDE_UNKNOWN;
 	others = sd->n - 1;
-	cons = sd->ncons - (cell_consistent(m, sd, x) ? 1 : 0);
+	cons = sd->ncons - (cell_consistent(m, sd, l) ? 1 : 0);
 	if (cons <= m->p.cold_frac * (double)others)
 		return SIDE_COLD;
 	return SIDE_MIXED;
@@ -389,9 +412,10 @@ cell_fill_side(const struct matrix *m, struct c4m_suspect *s,
 }
 
 static int
-cell_observe(struct matrix *m, const struct cell *x, unsigned kind,
+cell_observe(struct matrix *m, const struct link *l, unsigned kind,
 	     int rside, int cside)
 {
+	const struct cell *x = &m->cells[l->best];
 	struct c4m_event e;
 	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
 	const struct dev *b = &m->devs[m->comms[x->comm].dev[x->dst]];
@@ -409,8 +433,8 @@ cell_observe(struct matrix *m, const struct cell *x, unsigned kind,
 	e.cells[0].algo = x->algo;
 	e.cells[0].ratio = expf(x->r);
 	e.cells[0].z = x->z;
-	e.slowdown = exp(x->r);
-	e.score = x->z;
+	e.slowdown = exp(l->r);
+	e.score = l->z;
 	switch (kind) {
 	case C4M_EV_COMM_SLOW_TX:
 		key = persist_key(kind, ka, 0);
@@ -460,21 +484,50 @@ cell_observe(struct matrix *m, const struct cell *x, unsigned kind,
 		      1);                                                      \
 	     (j)++)
 
+/* Fold scored cell x into its link's sums for this interval. */
+static int
+cell_link_add(struct matrix *m, uint32_t ci, const struct cell *x)
+{
+	struct link *l = &m->links[x->link];
+
+	if (l->iv != m->iv + 1) {
+		if (mem_grow((void **)&m->lwork, &m->clwork, m->nlwork + 1,
+			     sizeof(*m->lwork)) < 0)
+			return -1;
+		m->lwork[m->nlwork++] = x->link;
+		l->iv = m->iv + 1;
+		l->k = l->ncold = l->nhot = 0;
+		l->sum_r = l->sum_z = 0;
+		l->best = ci;
+	}
+	l->k++;
+	l->sum_r += x->r;
+	l->sum_z += x->z;
+	l->nhot += x->hot;
+	if (x->warm < m->p.warm_intervals)
+		l->ncold++;
+	if (x->r > m->cells[l->best].r)
+		l->best = ci;
+	return 0;
+}
+
 /*
- * Score every cell sampled this interval, judge every row (transmit side)
- * and column (receive side), hand candidates to the persistence layer
- * (slow rows and columns, then hot cells on neither: a link when both
- * sides are otherwise clean, ambiguous when the pattern cannot tell) and
- * update clean cells' baselines. Returns 0 or -1.
+ * Score every cell sampled this interval and fold cells into links; judge
+ * every row (transmit side) and column (receive side) over links; hand
+ * candidates to the persistence layer (slow rows and columns, then hot
+ * links on neither: a link when both sides are otherwise clean, ambiguous
+ * when the pattern cannot tell); update clean cells' baselines. Returns 0
+ * or -1.
  */
 int
 cell_detect(struct matrix *m)
 {
 	const struct c4m_params *p = &m->p;
-	float clean = (float)(0.5 * log(p->min_slowdown));
+	float clean = (float)log(p->min_slowdown);
 	struct cell *x;
 	uint32_t i, j;
 
+	m->nlwork = 0;
 	if (m->nwork == 0)
 		return 0;
 	if (cell_classify(m) < 0)
@@ -489,79 +542,78 @@ cell_detect(struct matrix *m)
 			continue;
 		}
 		cell_score_class(m, k);
-	}
-	for (i = 0; i < m->ncls; i++) {
-		struct cls *k = &m->cls[i];
-
-		if (k->parent != NO_IDX)
-			continue;
 		CELL_FOREACH(m, k, j, x)
 		{
-			cell_side_max(m, x->ep_tx, 0, x);
-			cell_side_max(m, x->ep_rx, 1, x);
-		}
-	}
-	for (i = 0; i < m->ncls; i++) {
-		struct cls *k = &m->cls[i];
-
-		if (k->parent != NO_IDX)
-			continue;
-		CELL_FOREACH(m, k, j, x)
-		{
-			cell_side_sum(m, x->ep_tx, 0, x);
-			cell_side_sum(m, x->ep_rx, 1, x);
-		}
-	}
-	for (i = 0; i < m->ncls; i++) {
-		struct cls *k = &m->cls[i];
-
-		if (k->parent != NO_IDX)
-			continue;
-		CELL_FOREACH(m, k, j, x)
-		{
-			cell_side_judge(m, x->ep_tx, 0);
-			cell_side_judge(m, x->ep_rx, 1);
-		}
-	}
-	for (i = 0; i < m->ncls; i++) {
-		struct cls *k = &m->cls[i];
-
-		if (k->parent != NO_IDX)
-			continue;
-		CELL_FOREACH(m, k, j, x)
-		{
-			int rs = cell_side(m, x->ep_tx, 0, x);
-			int cs = cell_side(m, x->ep_rx, 1, x);
-			int rcons = cell_consistent(
-				m, cell_side_of(m, x->ep_tx, 0), x);
-			int ccons = cell_consistent(
-				m, cell_side_of(m, x->ep_rx, 1), x);
-
-			if (rs == SIDE_HOT && rcons &&
-			    cell_observe(m, x, C4M_EV_COMM_SLOW_TX, rs, cs) < 0)
+			if (cell_link_add(m, (uint32_t)(x - m->cells), x) < 0)
 				return -1;
-			if (cs == SIDE_HOT && ccons &&
-			    cell_observe(m, x, C4M_EV_COMM_SLOW_RX, rs, cs) < 0)
-				return -1;
-			if (x->hot && rs != SIDE_HOT && cs != SIDE_HOT &&
-			    cell_observe(m, x,
-					 rs == SIDE_COLD && cs == SIDE_COLD
-						 ? C4M_EV_COMM_SLOW_LINK
-						 : C4M_EV_COMM_SLOW_AMBIG,
-					 rs, cs) < 0)
-				return -1;
-			if (x->hot || rs == SIDE_HOT || cs == SIDE_HOT)
-				continue;
-			if (x->warm >= p->warm_intervals && x->r >= clean)
-				continue;
-			/* a clean sample: fold it into the baseline */
-			if (x->warm == 0)
-				x->base = x->q;
-			else
-				x->base += (float)p->base_alpha * (x->q - x->base);
-			if (x->warm < UINT8_MAX)
-				x->warm++;
 		}
+	}
+	for (i = 0; i < m->nlwork; i++) {
+		struct link *l = &m->links[m->lwork[i]];
+
+		l->r = l->sum_r / (float)l->k;
+		l->z = l->sum_z / sqrtf((float)l->k);
+		if (l->ncold > 0)
+			l->hot = l->nhot > 0 &&
+				 l->r >= (float)log(p->cold_slowdown);
+		else
+			l->hot = l->r >= (float)log(p->min_slowdown) &&
+				 l->z >= (float)p->z_min;
+		cell_side_max(m, l->ep_tx, 0, l);
+		cell_side_max(m, l->ep_rx, 1, l);
+	}
+	for (i = 0; i < m->nlwork; i++) {
+		struct link *l = &m->links[m->lwork[i]];
+
+		cell_side_sum(m, l->ep_tx, 0, l);
+		cell_side_sum(m, l->ep_rx, 1, l);
+	}
+	for (i = 0; i < m->nlwork; i++) {
+		struct link *l = &m->links[m->lwork[i]];
+
+		cell_side_judge(m, l->ep_tx, 0);
+		cell_side_judge(m, l->ep_rx, 1);
+	}
+	for (i = 0; i < m->nlwork; i++) {
+		struct link *l = &m->links[m->lwork[i]];
+		int rs = cell_side(m, l->ep_tx, 0, l);
+		int cs = cell_side(m, l->ep_rx, 1, l);
+		int rcons = cell_consistent(m, cell_side_of(m, l->ep_tx, 0), l);
+		int ccons = cell_consistent(m, cell_side_of(m, l->ep_rx, 1), l);
+
+		if (rs == SIDE_HOT && rcons &&
+		    cell_observe(m, l, C4M_EV_COMM_SLOW_TX, rs, cs) < 0)
+			return -1;
+		if (cs == SIDE_HOT && ccons &&
+		    cell_observe(m, l, C4M_EV_COMM_SLOW_RX, rs, cs) < 0)
+			return -1;
+		if (l->hot && rs != SIDE_HOT && cs != SIDE_HOT &&
+		    cell_observe(m, l,
+				 rs == SIDE_COLD && cs == SIDE_COLD
+					 ? C4M_EV_COMM_SLOW_LINK
+					 : C4M_EV_COMM_SLOW_AMBIG,
+				 rs, cs) < 0)
+			return -1;
+	}
+	for (i = 0; i < m->nwork; i++) {
+		const struct link *l;
+		float a;
+
+		x = &m->cells[m->work[i].cell];
+		if (m->cls[m->work[i].cls].fill == 0)
+			continue; /* class too small to score */
+		l = &m->links[x->link];
+		if (x->hot || l->hot ||
+		    cell_side_of(m, l->ep_tx, 0)->status == SIDE_HOT ||
+		    cell_side_of(m, l->ep_rx, 1)->status == SIDE_HOT)
+			continue;
+		if (x->warm >= p->warm_intervals && x->r >= clean)
+			continue;
+		/* a clean sample: a running mean first, then an EWMA */
+		a = fmaxf((float)p->base_alpha, 1.0f / (float)(x->warm + 1));
+		x->base += a * (x->q - x->base);
+		if (x->warm < UINT8_MAX)
+			x->warm++;
 	}
 	return 0;
 }

@@ -70,7 +70,7 @@ matrix_new(const struct c4m_params *p)
 	if (hmap_init(&m->comm_map, 16) < 0 || hmap_init(&m->host_map, 16) < 0 ||
 	    hmap_init(&m->dev_map, 16) < 0 || hmap_init(&m->ep_map, 16) < 0 ||
 	    hmap_init(&m->cell_map, 64) < 0 || hmap_init(&m->cls_map, 16) < 0 ||
-	    hmap_init(&m->trk_map, 16) < 0)
+	    hmap_init(&m->trk_map, 16) < 0 || hmap_init(&m->link_map, 64) < 0)
 		goto fail;
 	return m;
 fail:
@@ -95,6 +95,10 @@ matrix_free(struct matrix *m)
 	mem_free(m->eps);
 	mem_free(m->cells);
 	mem_free(m->work);
+	mem_free(m->links);
+	mem_free(m->lwork);
+	if (m->link_map.keys)
+		hmap_free(&m->link_map);
 	mem_free(m->order);
 	mem_free(m->scratch);
 	mem_free(m->cls);

@@ -128,6 +128,27 @@ struct cell {
 	uint32_t pending;
 	uint64_t bytes;
 	uint32_t widx; /* work item of the current interval, or NO_IDX */
+	uint32_t link; /* physical link (ep_tx, ep_rx) it runs over */
+};
+
+/*
+ * A physical link: all cells between one transmit endpoint and one receive
+ * endpoint, whatever their communicator or algorithm. Rows and columns are
+ * judged over links, so ring and tree traffic to the same peer count once.
+ */
+struct link {
+	uint32_t ep_tx;
+	uint32_t ep_rx;
+	uint64_t iv; /* interval + 1 of the sums below */
+	uint32_t k;  /* cells this interval */
+	uint32_t ncold;
+	uint32_t nhot;
+	uint32_t best; /* cell with the largest r */
+	float sum_r;
+	float sum_z;
+	float r;
+	float z;
+	uint8_t hot;
 };
 
 /* Per-interval work item of the comm-slow detector. */
@@ -187,6 +208,12 @@ struct matrix {
 	struct hmap cell_map;
 	struct cell *cells;
 	uint32_t ncells, ccells;
+
+	struct hmap link_map;
+	struct link *links;
+	uint32_t nlinks, clinks;
+	uint32_t *lwork; /* links sampled this interval */
+	uint32_t nlwork, clwork;
 
 	struct work *work;
 	uint32_t nwork, cwork;
