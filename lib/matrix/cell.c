@@ -41,17 +41,27 @@ cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
 	return 0;
 }
 
+/*
+ * Find or create the cell of summary cn, the pos-th of this interval.
+ * Agents send summaries in a stable order, so the cell found at the same
+ * position last interval is tried before the hash map.
+ */
 static int
 cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn,
-	 uint32_t *idx)
+	 uint32_t pos, uint32_t *idx)
 {
 	const struct comm *c = &m->comms[ci];
 	uint64_t key = CELL_KEY(ci, cn->algo, cn->src, cn->dst);
 	struct cell *x;
 	int net = cn->transport == C4M_TR_NET;
 
-	if (hmap_get(&m->cell_map, key, idx) == 0)
+	if (pos < m->nhint && m->hint[pos] < m->ncells &&
+	    m->cells[m->hint[pos]].key == key) {
+		*idx = m->hint[pos];
 		return 0;
+	}
+	if (hmap_get(&m->cell_map, key, idx) == 0)
+		goto hint;
 	if (mem_grow((void **)&m->cells, &m->ccells, m->ncells + 1,
 		     sizeof(*m->cells)) < 0)
 		return -1;
@@ -70,9 +80,17 @@ cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn,
 		       : m->devs[c->dev[cn->src]].ep_gpu;
 	x->ep_rx = net ? m->devs[c->dev[cn->dst]].ep_net
 		       : m->devs[c->dev[cn->dst]].ep_gpu;
+	x->cls = NO_IDX;
 	if (cell_link_get(m, x->ep_tx, x->ep_rx, &x->link) < 0)
 		return -1;
 	*idx = m->ncells++;
+hint:
+	if (pos >= m->chint &&
+	    mem_grow((void **)&m->hint, &m->chint, pos + 1, sizeof(*m->hint)) < 0)
+		return -1;
+	m->hint[pos] = *idx;
+	if (pos >= m->nhint)
+		m->nhint = pos + 1;
 	return 0;
 }
 
@@ -93,6 +111,25 @@ cell_cls_get(struct matrix *m, uint64_t key, uint32_t *idx)
 	k->key = key;
 	k->parent = NO_IDX;
 	*idx = m->ncls++;
+	return 0;
+}
+
+/* Count one more sample in class cl this interval. Returns 0 or -1. */
+static int
+cell_cls_touch(struct matrix *m, uint32_t cl, uint32_t n)
+{
+	struct cls *k = &m->cls[cl];
+
+	if (k->iv != m->iv + 1) {
+		if (mem_grow((void **)&m->clwork, &m->cclwork, m->nclwork + 1,
+			     sizeof(*m->clwork)) < 0)
+			return -1;
+		m->clwork[m->nclwork++] = cl;
+		k->iv = m->iv + 1;
+		k->n = k->off = k->fill = 0;
+		k->parent = NO_IDX;
+	}
+	k->n += n;
 	return 0;
 }
 
@@ -123,20 +160,20 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 
 	m->nwork = 0;
 	m->nstuck = 0;
-	m->ncls = 0;
-	hmap_clear(&m->cls_map);
+	m->nclwork = 0;
 	for (i = 0; i < in->nconn; i++) {
 		const struct c4m_conn *cn = &in->conn[i];
 		uint64_t chunk;
+		uint8_t sc;
 
-		if (hmap_get(&m->comm_map, cn->comm, &ci) < 0)
+		if (matrix_comm_find(m, cn->comm, &ci) < 0)
 			continue;
 		if (cn->src >= m->comms[ci].nranks ||
 		    cn->dst >= m->comms[ci].nranks || cn->src == cn->dst ||
 		    cn->algo >= C4M_ALGO_COUNT ||
 		    cn->transport >= C4M_TR_COUNT)
 			continue;
-		if (cell_get(m, ci, cn, &idx) < 0)
+		if (cell_get(m, ci, cn, (uint32_t)i, &idx) < 0)
 			return -1;
 		x = &m->cells[idx];
 		if (x->iv != m->iv + 1) {
@@ -168,11 +205,17 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 			m->work[x->widx].bsum += (double)cn->bytes;
 			continue;
 		}
-		if (cell_cls_get(m, ((uint64_t)(ci + 1) << 16) |
-					    ((uint64_t)cn->transport << 8) |
-					    cell_size_class(chunk),
-				 &cl) < 0)
-			return -1;
+		sc = (uint8_t)cell_size_class(chunk);
+		if (x->cls == NO_IDX || x->sc != sc) {
+			if (cell_cls_get(m, ((uint64_t)(ci + 1) << 16) |
+						    ((uint64_t)cn->transport << 8) |
+						    sc,
+					 &cl) < 0)
+				return -1;
+			x->cls = cl;
+			x->sc = sc;
+		}
+		cl = x->cls;
 		if (mem_grow((void **)&m->work, &m->cwork, m->nwork + 1,
 			     sizeof(*m->work)) < 0)
 			return -1;
@@ -182,7 +225,8 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 		m->work[m->nwork].tsum = cn->xfer.p50 * (double)cn->chunks;
 		m->work[m->nwork].bsum = (double)cn->bytes;
 		m->nwork++;
-		m->cls[cl].n++;
+		if (cell_cls_touch(m, cl, 1) < 0)
+			return -1;
 	}
 	for (i = 0; i < m->nwork; i++)
 		m->work[i].lx = (float)log(m->work[i].tsum / m->work[i].bsum);
@@ -196,26 +240,33 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 static int
 cell_classify(struct matrix *m)
 {
-	uint32_t i, n0 = m->ncls, off = 0, p;
+	uint32_t i, n0 = m->nclwork, off = 0, p;
 
 	for (i = 0; i < n0; i++) {
-		if (m->cls[i].n >= m->p.min_class)
+		struct cls *k = &m->cls[m->clwork[i]];
+
+		if (k->n >= m->p.min_class)
 			continue;
-		if (cell_cls_get(m, m->cls[i].key & 0xffffu, &p) < 0)
+		if (cell_cls_get(m, k->key & 0xffffu, &p) < 0)
 			return -1;
-		m->cls[i].parent = p;
-		m->cls[p].n += m->cls[i].n;
+		k = &m->cls[m->clwork[i]]; /* cls may have moved */
+		if (cell_cls_touch(m, p, k->n) < 0)
+			return -1;
+		k = &m->cls[m->clwork[i]];
+		k->parent = p;
 	}
 	for (i = 0; i < m->nwork; i++) {
 		p = m->cls[m->work[i].cls].parent;
 		if (p != NO_IDX)
 			m->work[i].cls = p;
 	}
-	for (i = 0; i < m->ncls; i++) {
-		m->cls[i].off = off;
-		m->cls[i].fill = 0;
-		if (m->cls[i].parent == NO_IDX)
-			off += m->cls[i].n;
+	for (i = 0; i < m->nclwork; i++) {
+		struct cls *k = &m->cls[m->clwork[i]];
+
+		k->off = off;
+		k->fill = 0;
+		if (k->parent == NO_IDX)
+			off += k->n;
 	}
 	if (mem_grow((void **)&m->order, &m->corder, m->nwork + 1,
 		     sizeof(*m->order)) < 0 ||
@@ -270,10 +321,10 @@ cell_score_class(struct matrix *m, struct cls *k)
 		x->r -= medr;
 		x->z = x->r / k->sig;
 		if (warm)
-			x->hot = x->r >= (float)log(p->min_slowdown) &&
+			x->hot = x->r >= m->lmin &&
 				 x->z >= (float)p->z_min;
 		else
-			x->hot = x->r >= (float)log(p->cold_slowdown) &&
+			x->hot = x->r >= m->lcold &&
 				 x->z >= (float)p->cold_z_min;
 	}
 }
@@ -314,7 +365,7 @@ cell_consistent(const struct matrix *m, const struct side *sd,
 	if (l->ncold > 0)
 		return l->hot; /* cold cells: only under the cold thresholds */
 	return l->r >= 0.5f * sd->rmax &&
-	       l->r >= (float)(0.5 * log(m->p.min_slowdown));
+	       l->r >= 0.5f * m->lmin;
 }
 
 /* Pass 2 over a side: sum the consistent links. */
@@ -348,7 +399,7 @@ cell_side_judge(struct matrix *m, uint32_t ep, int rx)
 		return;
 	if (sd->ncons >= p->row_min_hot &&
 	    sd->ncons >= p->row_frac * (double)sd->n &&
-	    sd->sum_r / sd->ncons >= (float)log(p->min_slowdown) &&
+	    sd->sum_r / sd->ncons >= m->lmin &&
 	    sd->sum_z / sqrtf((float)sd->ncons) >= (float)p->z_min)
 		sd->status = SIDE_HOT;
 }
@@ -491,7 +542,7 @@ cell_link_add(struct matrix *m, uint32_t ci, const struct cell *x)
 	struct link *l = &m->links[x->link];
 
 	if (l->iv != m->iv + 1) {
-		if (mem_grow((void **)&m->lwork, &m->clwork, m->nlwork + 1,
+		if (mem_grow((void **)&m->lwork, &m->caplwork, m->nlwork + 1,
 			     sizeof(*m->lwork)) < 0)
 			return -1;
 		m->lwork[m->nlwork++] = x->link;
@@ -523,7 +574,7 @@ int
 cell_detect(struct matrix *m)
 {
 	const struct c4m_params *p = &m->p;
-	float clean = (float)log(p->min_slowdown);
+	float clean = m->lmin;
 	struct cell *x;
 	uint32_t i, j;
 
@@ -532,8 +583,8 @@ cell_detect(struct matrix *m)
 		return 0;
 	if (cell_classify(m) < 0)
 		return -1;
-	for (i = 0; i < m->ncls; i++) {
-		struct cls *k = &m->cls[i];
+	for (i = 0; i < m->nclwork; i++) {
+		struct cls *k = &m->cls[m->clwork[i]];
 
 		if (k->parent != NO_IDX)
 			continue;
@@ -555,9 +606,9 @@ cell_detect(struct matrix *m)
 		l->z = l->sum_z / sqrtf((float)l->k);
 		if (l->ncold > 0)
 			l->hot = l->nhot > 0 &&
-				 l->r >= (float)log(p->cold_slowdown);
+				 l->r >= m->lcold;
 		else
-			l->hot = l->r >= (float)log(p->min_slowdown) &&
+			l->hot = l->r >= m->lmin &&
 				 l->z >= (float)p->z_min;
 		cell_side_max(m, l->ep_tx, 0, l);
 		cell_side_max(m, l->ep_rx, 1, l);

@@ -67,6 +67,9 @@ matrix_new(const struct c4m_params *p)
 		matrix_params_default(&m->p);
 	if (!matrix_params_ok(&m->p))
 		goto fail;
+	m->lmin = (float)log(m->p.min_slowdown);
+	m->lcold = (float)log(m->p.cold_slowdown);
+	m->last_ci = NO_IDX;
 	if (hmap_init(&m->comm_map, 16) < 0 || hmap_init(&m->host_map, 16) < 0 ||
 	    hmap_init(&m->dev_map, 16) < 0 || hmap_init(&m->ep_map, 16) < 0 ||
 	    hmap_init(&m->cell_map, 64) < 0 || hmap_init(&m->cls_map, 16) < 0 ||
@@ -102,6 +105,8 @@ matrix_free(struct matrix *m)
 	mem_free(m->order);
 	mem_free(m->scratch);
 	mem_free(m->cls);
+	mem_free(m->clwork);
+	mem_free(m->hint);
 	mem_free(m->out);
 	mem_free(m->stuck);
 	persist_free(m);
@@ -249,6 +254,21 @@ fail:
 	return -1;
 }
 
+/* comm_map lookup with a one-entry cache (summaries come grouped). */
+int
+matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci)
+{
+	if (m->last_ci != NO_IDX && m->last_comm == comm) {
+		*ci = m->last_ci;
+		return 0;
+	}
+	if (hmap_get(&m->comm_map, comm, ci) < 0)
+		return -1;
+	m->last_comm = comm;
+	m->last_ci = *ci;
+	return 0;
+}
+
 uint32_t
 matrix_ep_dev(const struct matrix *m, uint32_t ep)
 {
@@ -345,8 +365,7 @@ matrix_mark_rank(struct matrix *m, uint64_t comm, uint32_t rank)
 {
 	uint32_t ci;
 
-	if (hmap_get(&m->comm_map, comm, &ci) < 0 ||
-	    rank >= m->comms[ci].nranks)
+	if (matrix_comm_find(m, comm, &ci) < 0 || rank >= m->comms[ci].nranks)
 		return;
 	m->hosts[m->devs[m->comms[ci].dev[rank]].hidx].heard = 1;
 }

@@ -128,6 +128,8 @@ struct cell {
 	uint32_t pending;
 	uint64_t bytes;
 	uint32_t widx; /* work item of the current interval, or NO_IDX */
+	uint32_t cls;  /* its class (persistent), NO_IDX before the first */
+	uint8_t sc;    /* chunk size class the class was chosen for */
 	uint32_t link; /* physical link (ep_tx, ep_rx) it runs over */
 };
 
@@ -162,6 +164,7 @@ struct work {
 
 struct cls {
 	uint64_t key;
+	uint64_t iv; /* interval + 1 the counters belong to */
 	uint32_t n;
 	uint32_t off;
 	uint32_t fill;
@@ -213,7 +216,7 @@ struct matrix {
 	struct link *links;
 	uint32_t nlinks, clinks;
 	uint32_t *lwork; /* links sampled this interval */
-	uint32_t nlwork, clwork;
+	uint32_t nlwork, caplwork;
 
 	struct work *work;
 	uint32_t nwork, cwork;
@@ -221,9 +224,17 @@ struct matrix {
 	uint32_t corder;
 	float *scratch;
 	uint32_t cscratch;
-	struct hmap cls_map;
+	struct hmap cls_map; /* persistent: (comm, transport, size) -> class */
 	struct cls *cls;
 	uint32_t ncls, ccls;
+	uint32_t *clwork; /* classes sampled this interval */
+	uint32_t nclwork, cclwork;
+	uint32_t *hint; /* cell of the i-th connection summary last time */
+	uint32_t nhint, chint;
+	uint64_t last_comm; /* one-entry cache of comm_map */
+	uint32_t last_ci;
+	float lmin;  /* log(min_slowdown) */
+	float lcold; /* log(cold_slowdown) */
 
 	struct hmap trk_map;
 	struct track *trk;
@@ -241,6 +252,7 @@ uint32_t matrix_ep_dev(const struct matrix *m, uint32_t ep);
 void matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s,
 			uint32_t dev, unsigned role);
 float matrix_median(float *v, uint32_t n);
+int matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci);
 
 /* cell.c: communication slow */
 int cell_ingest(struct matrix *m, const struct c4m_input *in);

@@ -32,7 +32,7 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 		struct crank *rs;
 		struct dev *d;
 
-		if (hmap_get(&m->comm_map, s->comm, &ci) < 0 ||
+		if (matrix_comm_find(m, s->comm, &ci) < 0 ||
 		    s->rank >= m->comms[ci].nranks)
 			continue;
 		rs = &m->comms[ci].rs[s->rank];
@@ -66,7 +66,7 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 		const struct c4m_wait *w = &in->wait[i];
 		struct crank *rs;
 
-		if (hmap_get(&m->comm_map, w->comm, &ci) < 0 ||
+		if (matrix_comm_find(m, w->comm, &ci) < 0 ||
 		    w->rank >= m->comms[ci].nranks)
 			continue;
 		rs = &m->comms[ci].rs[w->rank];
@@ -79,7 +79,7 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 	for (i = 0; i < in->ncoll; i++) {
 		struct crank *rs;
 
-		if (hmap_get(&m->comm_map, in->coll[i].comm, &ci) < 0 ||
+		if (matrix_comm_find(m, in->coll[i].comm, &ci) < 0 ||
 		    in->coll[i].rank >= m->comms[ci].nranks)
 			continue;
 		rs = &m->comms[ci].rs[in->coll[i].rank];
@@ -143,7 +143,7 @@ wait_comm(struct matrix *m, struct comm *c)
 	const struct c4m_params *p = &m->p;
 	float *v = m->scratch;
 	float medg, medk, medw = NAN, medr, mad, sig;
-	float clean = (float)(0.5 * log(p->min_slowdown));
+	float clean = m->lmin;
 	uint32_t r, n = 0, nw = 0;
 
 	for (r = 0; r < c->nranks; r++)
@@ -188,10 +188,10 @@ wait_comm(struct matrix *m, struct comm *c)
 		x = (warm ? q - rs->gbase : q) - medr;
 		z = x / sig;
 		if (warm)
-			hot = x >= (float)log(p->min_slowdown) &&
+			hot = x >= m->lmin &&
 			      z >= (float)p->z_min;
 		else
-			hot = x >= (float)log(p->cold_slowdown) &&
+			hot = x >= m->lcold &&
 			      z >= (float)p->cold_z_min;
 		/* the culprit waits least: short kernels, little wait */
 		if (hot && rs->lk > medk)
