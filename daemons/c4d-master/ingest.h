@@ -1,0 +1,88 @@
+/*
+ * ingest.h - the job master's detection pipeline.
+ *
+ * Agents' communicator registrations and telemetry batches are converted
+ * on arrival into the detection engine's records (lib/matrix) and queued
+ * per host.  Every interval the master's timer calls ingest_tick(): one
+ * window per host is taken (a short per-host queue absorbs the phase
+ * difference between agents' clocks and the master's), the engine runs,
+ * and each event it reports is turned into a c4.Event with a stable public
+ * id and handed to the publish callback (store, webhooks, subscribers).
+ *
+ * Public ids survive master restarts: events still open at the last run
+ * are adopted with ingest_adopt(); when the engine reports the same
+ * anomaly again it continues under the old id (an update, not a second
+ * open), and an adopted event the engine does not confirm within a grace
+ * period is resolved.
+ */
+#ifndef C4D_INGEST_H
+#define C4D_INGEST_H
+
+#include <stdint.h>
+
+#include "arena.h"
+#include "msg.h"
+
+#define INGEST_QUEUE_MAX    3	  /* windows kept per host */
+#define INGEST_ADOPT_GRACE  8	  /* intervals to re-confirm adopted events */
+#define INGEST_MATRIX_CELLS 65536 /* cells in one matrix reply */
+#define INGEST_RANKS_REPLY  65536 /* ranks in one ranks reply */
+#define INGEST_HOSTS_MAX    (1u << 20)
+
+struct ingest_params {
+	int64_t interval_ms;	 /* the analysis period */
+	unsigned hang_intervals; /* no completion for this long: a hang */
+	unsigned node_intervals; /* no data from a host: node lost */
+	unsigned persist_k;	 /* hot in k of the last n intervals */
+	unsigned persist_n;
+	double min_slowdown;
+};
+
+struct ingest_stats {
+	uint64_t registrations;
+	uint64_t batches;
+	uint64_t records;
+	uint64_t windows_dropped; /* a host sent faster than analysed */
+	uint64_t bad_records;	  /* ranks or comms the engine refused */
+	uint64_t ticks;
+	uint64_t events_open;
+	uint64_t events_updated;
+	uint64_t events_resolved;
+	uint64_t analysis_us_last;
+	uint64_t analysis_us_max;
+	uint64_t hosts;
+	uint64_t comms;
+	uint64_t comms_incomplete; /* registered ranks < nranks */
+};
+
+/* Receives each event transition; ev is valid during the call only. */
+typedef void (*ingest_publish_fn)(void *arg, const C4__Event *ev);
+
+struct ingest;
+
+struct ingest *ingest_new(const char *job, const struct ingest_params *p,
+			  ingest_publish_fn publish, void *arg);
+void ingest_free(struct ingest *g);
+
+/* A registration from an agent (ranks may arrive in parts). */
+int ingest_register(struct ingest *g, const C4__CommRegister *m,
+		    struct msg_err *err);
+/* A telemetry batch from the agent of host node. */
+int ingest_telemetry(struct ingest *g, const char *node,
+		     const C4__TelemetryBatch *b, struct msg_err *err);
+/* Runs the analysis of one interval; now_ns is CLOCK_REALTIME. */
+int ingest_tick(struct ingest *g, uint64_t now_ns);
+/* Continues an event that was open when the master last stopped. */
+int ingest_adopt(struct ingest *g, const C4__Event *ev);
+
+const struct ingest_stats *ingest_get_stats(const struct ingest *g);
+uint64_t ingest_interval(const struct ingest *g);
+uint32_t ingest_ranks_known(const struct ingest *g);
+
+/* Admin views, built in the arena (freed by the caller with it). */
+int ingest_reply_ranks(const struct ingest *g, uint64_t comm, struct arena *a,
+		       C4__AdminReply *r);
+int ingest_reply_matrix(const struct ingest *g, uint64_t comm, struct arena *a,
+			C4__AdminReply *r);
+
+#endif
