@@ -42,7 +42,7 @@ struct alloc {
 	struct catalog *cat;
 	uint64_t *lup, *ldown; /* per cable direction */
 	uint64_t *bup, *bdown; /* per bundle direction */
-	double *bcap;          /* healthy capacity per bundle */
+	double *inv_bcap;      /* 1 / healthy capacity per bundle (0: none) */
 	uint64_t *ptx, *prx;   /* per port */
 	struct alloc_qp *qp;
 	uint32_t nqp, qp_cap;
@@ -53,6 +53,11 @@ struct alloc {
 	struct hmap rq_idx;
 	uint64_t next_id;
 	size_t live_qps, live_reqs, stranded;
+	double *inv_link; /* 1 / cable capacity */
+	/* last catalog entry used (QPs of a batch share few keys) */
+	struct catalog_key ckey;
+	const struct catalog_entry *cent;
+	uint64_t cgen;
 };
 
 static void alloc_err(char *err, size_t len, const char *fmt, ...)
@@ -90,9 +95,10 @@ static void
 alloc_bundle_cap(struct alloc *a, uint32_t b)
 {
 	const struct topo_bundle *bd = &a->t->bundles[b];
+	double cap;
 
-	a->bcap[b] =
-	        topo_bundle_healthy(a->t, b) * a->t->links[bd->first_link].gbps;
+	cap = topo_bundle_healthy(a->t, b) * a->t->links[bd->first_link].gbps;
+	a->inv_bcap[b] = cap > 0 ? 1.0 / cap : 0;
 }
 
 struct alloc *
@@ -113,17 +119,20 @@ alloc_new(struct topo *t, struct catalog *c)
 	a->ldown = calloc((size_t)t->nlinks + 1, sizeof(uint64_t));
 	a->bup = calloc((size_t)t->nbundles + 1, sizeof(uint64_t));
 	a->bdown = calloc((size_t)t->nbundles + 1, sizeof(uint64_t));
-	a->bcap = calloc((size_t)t->nbundles + 1, sizeof(double));
+	a->inv_bcap = calloc((size_t)t->nbundles + 1, sizeof(double));
 	a->ptx = calloc((size_t)t->nports + 1, sizeof(uint64_t));
+	a->inv_link = calloc((size_t)t->nlinks + 1, sizeof(double));
 	a->prx = calloc((size_t)t->nports + 1, sizeof(uint64_t));
 	if (a->lup == NULL || a->ldown == NULL || a->bup == NULL ||
-	    a->bdown == NULL || a->bcap == NULL || a->ptx == NULL ||
-	    a->prx == NULL) {
+	    a->bdown == NULL || a->inv_bcap == NULL || a->ptx == NULL ||
+	    a->prx == NULL || a->inv_link == NULL) {
 		alloc_free(a);
 		return NULL;
 	}
 	for (b = 0; b < t->nbundles; b++)
 		alloc_bundle_cap(a, b);
+	for (b = 0; b < t->nlinks; b++)
+		a->inv_link[b] = 1.0 / t->links[b].gbps;
 	return a;
 }
 
@@ -145,9 +154,10 @@ alloc_free(struct alloc *a)
 	free(a->ldown);
 	free(a->bup);
 	free(a->bdown);
-	free(a->bcap);
+	free(a->inv_bcap);
 	free(a->ptx);
 	free(a->prx);
+	free(a->inv_link);
 	free(a);
 }
 
@@ -229,27 +239,37 @@ alloc_pick(const struct alloc *a, const struct catalog_entry *e, uint8_t side,
 	double b1 = 0, b2 = 0, b3 = 0;
 	uint32_t i;
 
+	/* all same-side records share both ports: check them once */
+	if (!t->ports[e->src_port].up)
+		return NULL;
 	for (i = 0; i < e->n; i++) {
 		const struct catalog_rec *r = &e->recs[i];
 		const struct path *p = &r->path;
-		const struct topo_link *lu, *ld;
 		double c1, c2, c3, su, sd;
+		uint32_t bu, bd;
 
-		if (t->ports[p->dst_port].side != side ||
-		    r->loss_permille > CATALOG_LOSS_MAX || !path_healthy(t, p))
+		if (r->dst_side != side)
 			continue;
-		if (p->up == TOPO_NONE)
-			return r; /* same leaf: the direct path is the only one
-			           */
-		lu = &t->links[p->up];
-		ld = &t->links[p->down];
-		su = (double)(a->lup[p->up] + w) / lu->gbps;
-		sd = (double)(a->ldown[p->down] + w) / ld->gbps;
+		if (!t->ports[p->dst_port].up)
+			return NULL;
+		if (p->up == TOPO_NONE) {
+			/* same leaf: the direct path is the only one */
+			if (r->loss_permille <= CATALOG_LOSS_MAX)
+				return r;
+			continue;
+		}
+		su = (double)(a->lup[p->up] + w) * a->inv_link[p->up];
+		sd = (double)(a->ldown[p->down] + w) * a->inv_link[p->down];
 		c1 = alloc_max2(su, sd);
-		c2 = alloc_max2((double)(a->bup[lu->bundle] + w) /
-		                        a->bcap[lu->bundle],
-		                (double)(a->bdown[ld->bundle] + w) /
-		                        a->bcap[ld->bundle]);
+		if (best != NULL && c1 > b1)
+			continue;
+		if (r->loss_permille > CATALOG_LOSS_MAX ||
+		    !t->links[p->up].up || !t->links[p->down].up)
+			continue;
+		bu = t->links[p->up].bundle;
+		bd = t->links[p->down].bundle;
+		c2 = alloc_max2((double)(a->bup[bu] + w) * a->inv_bcap[bu],
+		                (double)(a->bdown[bd] + w) * a->inv_bcap[bd]);
 		c3 = su + sd;
 		if (best == NULL || c1 < b1 ||
 		    (c1 == b1 && (c2 < b2 || (c2 == b2 && c3 < b3)))) {
@@ -324,9 +344,18 @@ alloc_place(struct alloc *a, struct alloc_qp *q, char *err, size_t errlen)
 	const struct catalog_entry *e;
 	const struct catalog_rec *r;
 
-	e = catalog_get(a->cat, &k, err, errlen);
-	if (e == NULL)
-		return -ENOENT;
+	if (a->cent != NULL && a->cgen == catalog_generation(a->cat) &&
+	    a->ckey.sip == k.sip && a->ckey.dip == k.dip &&
+	    a->ckey.side == k.side) {
+		e = a->cent;
+	} else {
+		e = catalog_get(a->cat, &k, err, errlen);
+		if (e == NULL)
+			return -ENOENT;
+		a->cent = e;
+		a->ckey = k;
+		a->cgen = catalog_generation(a->cat);
+	}
 	r = alloc_pick(a, e, q->side, alloc_w(&q->rq));
 	if (r == NULL) {
 		alloc_err(err, errlen, "no healthy same-side path");

@@ -16,6 +16,7 @@ struct catalog {
 	struct catalog_entry *ent;
 	size_t nent, cap;
 	struct hmap idx;
+	uint64_t gen;
 };
 
 static void catalog_err(char *err, size_t len, const char *fmt, ...)
@@ -134,6 +135,7 @@ catalog_slot(struct catalog *c, const struct catalog_key *key, char *err,
 		catalog_err(err, errlen, "source and destination on one NIC");
 		return NULL;
 	}
+	c->gen++;
 	if (c->nent == c->cap) {
 		size_t ncap = c->cap == 0 ? 64 : c->cap * 2;
 		struct catalog_entry *ne;
@@ -209,6 +211,7 @@ catalog_fill(struct catalog *c, struct catalog_entry *e, char *err,
 			continue;
 		if (seen[ix])
 			continue;
+		r.dst_side = c->t->ports[r.path.dst_port].side;
 		seen[ix] = 1;
 		covered++;
 		if (catalog_push(e, &r) < 0) {
@@ -240,6 +243,7 @@ catalog_get(struct catalog *c, const struct catalog_key *key, char *err,
 	e = catalog_slot(c, key, err, errlen);
 	if (e == NULL)
 		return NULL;
+	c->gen++;
 	if (catalog_fill(c, e, err, errlen) < 0)
 		return NULL;
 	return e;
@@ -294,24 +298,25 @@ catalog_add(struct catalog *c, const struct catalog_key *key,
 	e = catalog_slot(c, key, err, errlen);
 	if (e == NULL)
 		return -1;
+	c->gen++;
 	for (i = 0; i < n; i++)
 		if (catalog_rec_ok(c, e, &recs[i], err, errlen) < 0)
 			return -1;
 	for (i = 0; i < n; i++) {
-		bool done = false;
+		struct catalog_rec rec = recs[i];
+		uint32_t same_port = TOPO_NONE, same_path = TOPO_NONE;
 
-		for (j = 0; j < e->n && !done; j++) {
-			if (e->recs[j].sport == recs[i].sport) {
-				e->recs[j] = recs[i];
-				done = true;
-			} else if (path_equal(&e->recs[j].path,
-			                      &recs[i].path)) {
-				if (e->recs[j].sport == recs[i].sport)
-					e->recs[j] = recs[i];
-				done = true;
-			}
+		rec.dst_side = c->t->ports[rec.path.dst_port].side;
+		for (j = 0; j < e->n; j++) {
+			if (e->recs[j].sport == rec.sport)
+				same_port = j;
+			else if (path_equal(&e->recs[j].path, &rec.path))
+				same_path = j;
 		}
-		if (!done && catalog_push(e, &recs[i]) < 0) {
+		/* a port's newest path wins; a path keeps its first port */
+		if (same_port != TOPO_NONE)
+			e->recs[same_port] = rec;
+		else if (same_path == TOPO_NONE && catalog_push(e, &rec) < 0) {
 			catalog_err(err, errlen, "entry full or out of memory");
 			return -1;
 		}
@@ -395,6 +400,7 @@ catalog_drop(struct catalog *c, const struct catalog_key *key)
 	s = hmap_find(&c->idx, catalog_key_hash(key), catalog_key_eq, &p);
 	if (s == HMAP_EMPTY)
 		return -1;
+	c->gen++;
 	hmap_remove(&c->idx, catalog_key_hash(key), s);
 	free(c->ent[s].recs);
 	last = (uint32_t)c->nent - 1;
@@ -409,6 +415,12 @@ catalog_drop(struct catalog *c, const struct catalog_key *key)
 	}
 	c->nent--;
 	return 0;
+}
+
+uint64_t
+catalog_generation(const struct catalog *c)
+{
+	return c->gen;
 }
 
 size_t

@@ -35,7 +35,8 @@ struct catalog_rec {
 	struct path path;
 	uint16_t sport;
 	uint16_t loss_permille;
-	uint8_t origin; /* enum catalog_origin */
+	uint8_t origin;   /* enum catalog_origin */
+	uint8_t dst_side; /* side of path.dst_port (set by the catalog) */
 };
 
 struct catalog_entry {
@@ -109,6 +110,12 @@ int catalog_add_probe(struct catalog *c, const struct probe_result *r,
                       char *err, size_t errlen);
 /* Drops an entry (e.g. before re-probing); 0, or -1 when absent. */
 int catalog_drop(struct catalog *c, const struct catalog_key *key);
+
+/*
+ * A number that changes whenever entries may have moved (any call that
+ * adds or drops): a cached entry pointer is valid while it is unchanged.
+ */
+uint64_t catalog_generation(const struct catalog *c);
 
 /* Iteration: entries 0 .. catalog_count()-1, in insertion order. */
 size_t catalog_count(const struct catalog *c);

@@ -187,16 +187,6 @@ topo_add_links(struct topo *t, uint32_t leaf, uint32_t spine, uint32_t mult,
 		topo_err(err, errlen, "more than %u links", TOPO_MAX_LINKS);
 		return TOPO_NONE;
 	}
-	for (b = 0; b < t->nbundles; b++) {
-		if (t->bundles[b].leaf == leaf &&
-		    t->bundles[b].spine == spine) {
-			topo_err(
-			        err, errlen,
-			        "link %s-%s: declared twice (use multiplicity)",
-			        t->leaves[leaf].name, t->spines[spine].name);
-			return TOPO_NONE;
-		}
-	}
 	first = t->nlinks;
 	for (i = 0; i < mult; i++) {
 		if (topo_reserve((void **)&t->links, &t->cap_links, t->nlinks,
@@ -538,6 +528,19 @@ topo_finalize(struct topo *t, char *err, size_t errlen)
 	qsort(t->spine_links, t->nlinks, sizeof(uint32_t),
 	      topo_cmp_spine_links);
 	topo_sort_ctx = NULL;
+	for (i = 1; i < t->nlinks; i++) {
+		const struct topo_link *a = &t->links[t->leaf_links[i - 1]];
+		const struct topo_link *b = &t->links[t->leaf_links[i]];
+
+		if (a->leaf == b->leaf && a->spine == b->spine &&
+		    a->bundle != b->bundle) {
+			topo_err(err, errlen,
+			         "link %s-%s declared twice (use multiplicity)",
+			         t->leaves[a->leaf].name,
+			         t->spines[a->spine].name);
+			goto fail;
+		}
+	}
 	for (i = 0; i < t->nleaves; i++)
 		t->leaves[i].link_first = t->leaves[i].link_count = 0;
 	for (i = 0; i < t->nspines; i++)
