@@ -418,6 +418,7 @@ alloc_qp_put(struct alloc *a, uint32_t s)
 static void
 alloc_res(const struct alloc_qp *q, struct alloc_qp_res *out)
 {
+	memset(out, 0, sizeof(*out)); /* padding too: answers compare bytewise */
 	out->qp_id = q->id;
 	out->sport = q->sport;
 	out->side = q->side;
