@@ -1,0 +1,349 @@
+/*
+ * c4ctl - the operator's command-line tool for every c4 daemon.
+ *
+ * Output is a table for people by default and one JSON document per
+ * command with -o json (schemas in docs/c4ctl.md).  Exit status: 0 on
+ * success, 1 when the daemon answered with an error or could not be
+ * reached, 2 on a usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "c4_build.h"
+#include "cli.h"
+#include "json.h"
+#include "msg.h"
+
+#define CTL_DEFAULT_SERVER "127.0.0.1:7410"
+#define CTL_TOKEN_FILE     C4_SYSCONFDIR "/ctl.token"
+#define CTL_PING_MAX       100000
+
+struct ctl {
+	const char *server;
+	const char *token;
+	int json;
+	int timeout_ms;
+	struct cli cli;
+};
+
+static void
+ctl_usage(FILE *fp)
+{
+	fprintf(fp,
+		"usage: c4ctl [-s HOST:PORT] [-t TOKEN | -T FILE] [-o table|json]"
+		" [-w MS] COMMAND\n"
+		"commands:\n"
+		"  ping [-c COUNT]   heartbeat round trips to the daemon\n"
+		"  status            the daemon's identity, uptime and counters\n"
+		"options:\n"
+		"  -s ADDR   daemon address (default $C4_SERVER or %s)\n"
+		"  -t TOKEN  credential (default $C4_TOKEN, or the first line "
+		"of %s)\n"
+		"  -T FILE   read the credential from FILE\n"
+		"  -o FMT    table (default) or json\n"
+		"  -w MS     time to wait for each answer (default 5000)\n"
+		"  --version print the version\n",
+		CTL_DEFAULT_SERVER, CTL_TOKEN_FILE);
+}
+
+static char *
+ctl_read_token(const char *path)
+{
+	char line[1100];
+	FILE *fp = fopen(path, "re");
+
+	if (fp == NULL)
+		return NULL;
+	if (fgets(line, sizeof(line), fp) == NULL) {
+		fclose(fp);
+		return NULL;
+	}
+	fclose(fp);
+	line[strcspn(line, "\r\n")] = '\0';
+	return strdup(line);
+}
+
+static double
+ctl_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int
+ctl_connect(struct ctl *c)
+{
+	struct cli_hello h = {C4__ROLE__ROLE_CTL, c->token, NULL, NULL};
+	char host[256];
+
+	if (gethostname(host, sizeof(host) - 1) == 0)
+		h.node_name = host;
+	if (cli_connect(&c->cli, c->server, &h, c->timeout_ms) < 0) {
+		fprintf(stderr, "c4ctl: %s: %s\n", c->server, c->cli.err);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+ctl_ping(struct ctl *c, int argc, char **argv)
+{
+	double t0, connect_ms, min = INFINITY, max = 0, sum = 0, *rtt;
+	const C4__HelloReply *hr;
+	struct json j;
+	long count = 3;
+	int ch, ok = 0;
+
+	optind = 1;
+	while ((ch = getopt(argc, argv, "c:")) != -1) {
+		char *end;
+
+		if (ch != 'c')
+			return 2;
+		count = strtol(optarg, &end, 10);
+		if (*end != '\0' || count < 1 || count > CTL_PING_MAX) {
+			fprintf(stderr, "c4ctl: ping -c takes 1..%d\n",
+				CTL_PING_MAX);
+			return 2;
+		}
+	}
+	t0 = ctl_now_ms();
+	if (ctl_connect(c) < 0)
+		return 1;
+	connect_ms = ctl_now_ms() - t0;
+	hr = c->cli.hello;
+	rtt = calloc((size_t)count, sizeof(*rtt));
+	if (rtt == NULL)
+		return 1;
+	if (!c->json)
+		printf("PING %s %s at %s%s%s: session %llu, connected in %.3f "
+		       "ms\n",
+		       hr->daemon ? hr->daemon : "?",
+		       hr->software_version ? hr->software_version : "?",
+		       c->server, hr->job_id ? ", job " : "",
+		       hr->job_id ? hr->job_id : "",
+		       (unsigned long long)hr->session_id, connect_ms);
+	for (long i = 0; i < count; i++) {
+		C4__Heartbeat hb = C4__HEARTBEAT__INIT;
+		C4__Envelope *env;
+		double start = ctl_now_ms();
+
+		hb.has_nonce = 1;
+		hb.nonce = (uint64_t)i + 1;
+		env = cli_call(&c->cli, C4__MSG_TYPE__MSG_HEARTBEAT, &hb);
+		if (env == NULL) {
+			fprintf(stderr, "c4ctl: heartbeat %ld: %s\n", i + 1,
+				c->cli.err);
+			continue;
+		}
+		rtt[ok] = ctl_now_ms() - start;
+		if (env->type != C4__MSG_TYPE__MSG_HEARTBEAT ||
+		    !env->heartbeat->echo || env->heartbeat->nonce != hb.nonce) {
+			fprintf(stderr, "c4ctl: heartbeat %ld: wrong answer\n",
+				i + 1);
+			msg_free(env);
+			continue;
+		}
+		msg_free(env);
+		if (!c->json)
+			printf("seq=%ld time=%.3f ms\n", i + 1, rtt[ok]);
+		min = fmin(min, rtt[ok]);
+		max = fmax(max, rtt[ok]);
+		sum += rtt[ok];
+		ok++;
+	}
+	if (c->json) {
+		json_init(&j, stdout);
+		json_obj_begin(&j);
+		json_key(&j, "daemon");
+		json_str(&j, hr->daemon);
+		json_key(&j, "version");
+		json_str(&j, hr->software_version);
+		json_key(&j, "address");
+		json_str(&j, c->server);
+		json_key(&j, "job");
+		json_str(&j, hr->job_id);
+		json_key(&j, "session_id");
+		json_u64(&j, hr->session_id);
+		json_key(&j, "connect_ms");
+		json_double(&j, connect_ms);
+		json_key(&j, "sent");
+		json_i64(&j, count);
+		json_key(&j, "received");
+		json_i64(&j, ok);
+		json_key(&j, "rtt_ms");
+		json_arr_begin(&j);
+		for (int i = 0; i < ok; i++)
+			json_double(&j, rtt[i]);
+		json_arr_end(&j);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		printf("%ld sent, %d received", count, ok);
+		if (ok > 0)
+			printf(", rtt min/avg/max = %.3f/%.3f/%.3f ms", min,
+			       sum / ok, max);
+		printf("\n");
+	}
+	free(rtt);
+	cli_close(&c->cli);
+	return ok == count ? 0 : 1;
+}
+
+static int
+ctl_status(struct ctl *c)
+{
+	C4__AdminRequest req = C4__ADMIN_REQUEST__INIT;
+	const C4__AdminReply *r;
+	C4__Envelope *env;
+	struct json j;
+
+	if (ctl_connect(c) < 0)
+		return 1;
+	req.has_op = 1;
+	req.op = C4__ADMIN_OP__ADMIN_STATUS;
+	env = cli_call(&c->cli, C4__MSG_TYPE__MSG_ADMIN_REQUEST, &req);
+	if (env == NULL || env->type != C4__MSG_TYPE__MSG_ADMIN_REPLY) {
+		fprintf(stderr, "c4ctl: status: %s\n",
+			env ? "unexpected answer" : c->cli.err);
+		msg_free(env);
+		cli_close(&c->cli);
+		return 1;
+	}
+	r = env->admin_reply;
+	if (c->json) {
+		json_init(&j, stdout);
+		json_obj_begin(&j);
+		json_key(&j, "daemon");
+		json_str(&j, r->daemon);
+		json_key(&j, "version");
+		json_str(&j, r->software_version);
+		json_key(&j, "node");
+		json_str(&j, r->node_name);
+		json_key(&j, "job");
+		json_str(&j, c->cli.hello->job_id);
+		json_key(&j, "uptime_ms");
+		json_u64(&j, r->uptime_ms);
+		json_key(&j, "counters");
+		json_obj_begin(&j);
+		for (size_t i = 0; i < r->n_counters; i++) {
+			json_key(&j, r->counters[i]->name);
+			json_u64(&j, r->counters[i]->value);
+		}
+		json_obj_end(&j);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		printf("%s %s on %s%s%s, up %.1f s\n", r->daemon,
+		       r->software_version, r->node_name ? r->node_name : "?",
+		       c->cli.hello->job_id ? ", job " : "",
+		       c->cli.hello->job_id ? c->cli.hello->job_id : "",
+		       (double)r->uptime_ms / 1000.0);
+		printf("%-24s %14s  %s\n", "COUNTER", "VALUE", "MEANING");
+		for (size_t i = 0; i < r->n_counters; i++)
+			printf("%-24s %14llu  %s\n", r->counters[i]->name,
+			       (unsigned long long)r->counters[i]->value,
+			       r->counters[i]->help ? r->counters[i]->help
+						    : "");
+	}
+	msg_free(env);
+	cli_close(&c->cli);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	struct ctl c;
+	char *owned = NULL;
+	const char *cmd;
+	int ch, rc;
+
+	memset(&c, 0, sizeof(c));
+	c.server = getenv("C4_SERVER") ? getenv("C4_SERVER")
+				       : CTL_DEFAULT_SERVER;
+	c.timeout_ms = 5000;
+	while ((ch = getopt_long(argc, argv, "+s:t:T:o:w:hV", longopts,
+				 NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			c.server = optarg;
+			break;
+		case 't':
+			c.token = optarg;
+			break;
+		case 'T':
+			free(owned);
+			owned = ctl_read_token(optarg);
+			if (owned == NULL) {
+				fprintf(stderr, "c4ctl: %s: %s\n", optarg,
+					strerror(errno ? errno : EINVAL));
+				return 2;
+			}
+			c.token = owned;
+			break;
+		case 'o':
+			if (strcmp(optarg, "json") == 0)
+				c.json = 1;
+			else if (strcmp(optarg, "table") != 0) {
+				fprintf(stderr, "c4ctl: -o takes table or "
+						"json\n");
+				return 2;
+			}
+			break;
+		case 'w':
+			c.timeout_ms = atoi(optarg);
+			if (c.timeout_ms <= 0) {
+				fprintf(stderr, "c4ctl: -w takes milliseconds "
+						"above 0\n");
+				return 2;
+			}
+			break;
+		case 'V':
+			printf("c4ctl %s (protocol %u)\n", C4_VERSION,
+			       C4_PROTO_VERSION);
+			return 0;
+		case 'h':
+			ctl_usage(stdout);
+			return 0;
+		default:
+			ctl_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		ctl_usage(stderr);
+		return 2;
+	}
+	if (c.token == NULL)
+		c.token = getenv("C4_TOKEN");
+	if (c.token == NULL)
+		c.token = owned = ctl_read_token(CTL_TOKEN_FILE);
+	cmd = argv[optind];
+	argc -= optind;
+	argv += optind;
+	if (strcmp(cmd, "ping") == 0) {
+		rc = ctl_ping(&c, argc, argv);
+	} else if (strcmp(cmd, "status") == 0 && argc == 1) {
+		rc = ctl_status(&c);
+	} else {
+		fprintf(stderr, "c4ctl: unknown command or arguments: %s\n",
+			cmd);
+		ctl_usage(stderr);
+		rc = 2;
+	}
+	free(owned);
+	return rc;
+}

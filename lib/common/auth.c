@@ -1,0 +1,171 @@
+/*
+ * auth.c - credential configuration and matching.
+ */
+#include "auth.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "msg.h"
+
+static void auth_validate(void *obj, struct cfg_pos at, struct cfg_diag *d);
+
+static const struct cfg_field auth_fields[] = {
+	{"name", CFG_STR, offsetof(struct auth_credential, name), CFG_REQUIRED,
+	 0, 0, NULL, NULL, "label used in logs"},
+	{"token", CFG_STR, offsetof(struct auth_credential, token), CFG_SECRET,
+	 0, 0, NULL, NULL, "the secret, inline"},
+	{"token_file", CFG_STR, offsetof(struct auth_credential, token_file), 0,
+	 0, 0, NULL, NULL, "file whose first line is the secret"},
+	{"roles", CFG_STRLIST, offsetof(struct auth_credential, roles),
+	 CFG_REQUIRED, 0, 0, NULL, NULL,
+	 "agent, ccl-client, ctl (any of them)"},
+	{"jobs", CFG_STRLIST, offsetof(struct auth_credential, jobs), 0, 0, 0,
+	 NULL, NULL, "jobs an agent or CCL client may speak for; * for any"},
+	{NULL, CFG_POS, offsetof(struct auth_credential, pos), 0, 0, 0, NULL,
+	 NULL, NULL},
+	/* Derived at validation; listed so that cfg_free() releases it. */
+	{NULL, CFG_STR, offsetof(struct auth_credential, secret), CFG_SECRET, 0,
+	 0, NULL, NULL, NULL},
+};
+
+const struct cfg_schema auth_credential_schema = {
+	"credential", sizeof(struct auth_credential), auth_fields,
+	CFG_NFIELDS(auth_fields), auth_validate};
+
+static char *
+auth_read_token_file(const char *path, char *err, size_t errlen)
+{
+	char line[AUTH_TOKEN_MAX + 2];
+	FILE *fp = fopen(path, "re");
+	size_t n;
+
+	if (fp == NULL) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return NULL;
+	}
+	if (fgets(line, sizeof(line), fp) == NULL) {
+		fclose(fp);
+		snprintf(err, errlen, "file is empty");
+		return NULL;
+	}
+	fclose(fp);
+	n = strcspn(line, "\r\n");
+	line[n] = '\0';
+	return strdup(line);
+}
+
+static void
+auth_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
+{
+	struct auth_credential *c = obj;
+	char err[256];
+
+	if ((c->token == NULL) == (c->token_file == NULL)) {
+		cfg_diag_add(d, at,
+			     "credential '%s': give exactly one of token and "
+			     "token_file",
+			     c->name);
+		return;
+	}
+	if (c->token != NULL) {
+		c->secret = strdup(c->token);
+	} else {
+		c->secret =
+			auth_read_token_file(c->token_file, err, sizeof(err));
+		if (c->secret == NULL) {
+			cfg_diag_add(d, at,
+				     "credential '%s': token_file %s: %s",
+				     c->name, c->token_file, err);
+			return;
+		}
+	}
+	if (c->secret == NULL)
+		return;
+	c->secret_len = strlen(c->secret);
+	if (c->secret_len < AUTH_TOKEN_MIN || c->secret_len > AUTH_TOKEN_MAX)
+		cfg_diag_add(d, at,
+			     "credential '%s': token must be %u to %u bytes",
+			     c->name, AUTH_TOKEN_MIN, AUTH_TOKEN_MAX);
+	if (c->roles.n == 0)
+		cfg_diag_add(d, at, "credential '%s': roles must not be empty",
+			     c->name);
+	for (size_t i = 0; i < c->roles.n; i++) {
+		C4__Role r;
+
+		if (msg_role_parse(c->roles.v[i], &r) < 0 ||
+		    r == C4__ROLE__ROLE_MASTER)
+			cfg_diag_add(d, at,
+				     "credential '%s': role '%s' is not one of "
+				     "agent, ccl-client, ctl",
+				     c->name, c->roles.v[i]);
+		else
+			c->role_mask |= 1u << r;
+	}
+}
+
+void
+auth_validate_list(const struct cfg_list *creds, struct cfg_pos at,
+		   struct cfg_diag *d)
+{
+	const struct auth_credential *v = creds->items;
+
+	(void)at;
+	for (size_t i = 0; i < creds->n; i++) {
+		for (size_t j = 0; j < i; j++) {
+			if (v[i].name && v[j].name &&
+			    strcmp(v[i].name, v[j].name) == 0)
+				cfg_diag_add(d, v[i].pos,
+					     "credential name '%s' used twice",
+					     v[i].name);
+			if (v[i].secret && v[j].secret &&
+			    strcmp(v[i].secret, v[j].secret) == 0)
+				cfg_diag_add(d, v[i].pos,
+					     "credentials '%s' and '%s' have "
+					     "the same token",
+					     v[j].name, v[i].name);
+		}
+	}
+}
+
+/* Constant-time comparison of equal-length prefixes plus the length. */
+static int
+auth_equal(const char *a, size_t alen, const void *b, size_t blen)
+{
+	const unsigned char *pb = b;
+	unsigned char diff = (unsigned char)(alen != blen);
+	size_t n = alen < blen ? alen : blen;
+
+	for (size_t i = 0; i < n; i++)
+		diff |= (unsigned char)(a[i] ^ pb[i]);
+	return diff == 0;
+}
+
+const struct auth_credential *
+auth_match(const struct cfg_list *creds, const void *token, size_t len)
+{
+	const struct auth_credential *v = creds->items, *found = NULL;
+
+	for (size_t i = 0; i < creds->n; i++)
+		if (v[i].secret != NULL &&
+		    auth_equal(v[i].secret, v[i].secret_len, token, len) &&
+		    found == NULL)
+			found = &v[i];
+	return found;
+}
+
+int
+auth_allows(const struct auth_credential *c, int role, const char *job)
+{
+	if (role < 0 || role > 31 || !(c->role_mask & (1u << role)))
+		return 0;
+	if (role == C4__ROLE__ROLE_CTL || c->jobs.n == 0)
+		return 1;
+	for (size_t i = 0; i < c->jobs.n; i++)
+		if (strcmp(c->jobs.v[i], "*") == 0 ||
+		    (job != NULL && strcmp(c->jobs.v[i], job) == 0))
+			return 1;
+	return 0;
+}

@@ -1,0 +1,217 @@
+/*
+ * cli.c - blocking client sessions.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "c4_build.h"
+#include "net.h"
+
+static int __attribute__((format(printf, 2, 3)))
+cli_fail(struct cli *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int
+cli_send_raw(struct cli *c, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n > 0) {
+		ssize_t w = send(c->fd, b, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return cli_fail(c, "send: %s", strerror(errno));
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int
+cli_send(struct cli *c, C4__MsgType type, void *body, uint64_t *seq)
+{
+	C4__Envelope env;
+	uint8_t *buf;
+	size_t n;
+	int rc;
+
+	msg_init(&env, type, body);
+	env.has_seq = 1;
+	env.seq = ++c->seq;
+	n = msg_frame_size(&env);
+	buf = malloc(n);
+	if (buf == NULL)
+		return cli_fail(c, "%s", "out of memory");
+	msg_pack_frame(&env, buf);
+	rc = cli_send_raw(c, buf, n);
+	free(buf);
+	if (seq != NULL)
+		*seq = env.seq;
+	return rc;
+}
+
+C4__Envelope *
+cli_recv(struct cli *c)
+{
+	for (;;) {
+		const uint8_t *body;
+		uint32_t len;
+		enum frame_status st;
+		struct pollfd pfd = {c->fd, POLLIN, 0};
+		uint8_t chunk[65536];
+		ssize_t r;
+		int pr;
+
+		st = frame_buf_next(&c->in, c->max_frame, &body, &len);
+		if (st == FRAME_READY) {
+			struct msg_err err;
+			C4__Envelope *env = msg_unpack(body, len, &err);
+
+			if (env == NULL)
+				snprintf(c->err, sizeof(c->err),
+					 "bad reply: %s", err.text);
+			return env;
+		}
+		if (st == FRAME_TOO_BIG) {
+			snprintf(c->err, sizeof(c->err),
+				 "reply frame of %u bytes above %u", len,
+				 c->max_frame);
+			return NULL;
+		}
+		pr = poll(&pfd, 1, c->timeout_ms);
+		if (pr == 0) {
+			snprintf(c->err, sizeof(c->err),
+				 "no answer within %d ms", c->timeout_ms);
+			return NULL;
+		}
+		if (pr < 0 && errno == EINTR)
+			continue;
+		r = pr < 0 ? -1 : read(c->fd, chunk, sizeof(chunk));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			snprintf(c->err, sizeof(c->err), "%s",
+				 r == 0 ? "connection closed by the daemon"
+					: strerror(errno));
+			return NULL;
+		}
+		if (frame_buf_append(&c->in, chunk, (size_t)r) < 0) {
+			snprintf(c->err, sizeof(c->err), "out of memory");
+			return NULL;
+		}
+	}
+}
+
+C4__Envelope *
+cli_call(struct cli *c, C4__MsgType type, void *body)
+{
+	uint64_t seq;
+
+	if (cli_send(c, type, body, &seq) < 0)
+		return NULL;
+	for (;;) {
+		C4__Envelope *env = cli_recv(c);
+
+		if (env == NULL)
+			return NULL;
+		if (env->type == C4__MSG_TYPE__MSG_ERROR &&
+		    (!env->error->has_ref_seq || env->error->ref_seq == seq)) {
+			snprintf(c->err, sizeof(c->err), "%s",
+				 env->error->text ? env->error->text
+						  : "error without text");
+			msg_free(env);
+			return NULL;
+		}
+		if (env->has_reply_to && env->reply_to == seq)
+			return env;
+		msg_free(env); /* not ours: a heartbeat, a stream item */
+	}
+}
+
+int
+cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
+	    int timeout_ms)
+{
+	C4__Hello hello = C4__HELLO__INIT;
+	struct net_addr a;
+	char err[256];
+	C4__Envelope *env;
+
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	c->timeout_ms = timeout_ms;
+	c->max_frame = FRAME_MAX_LIMIT;
+	frame_buf_init(&c->in);
+	if (net_addr_parse(addr, &a, err, sizeof(err)) < 0) {
+		snprintf(c->err, sizeof(c->err), "%s: %s", addr, err);
+		return -1;
+	}
+	c->fd = net_connect(&a, timeout_ms, err, sizeof(err));
+	if (c->fd < 0) {
+		snprintf(c->err, sizeof(c->err), "%s", err);
+		return -1;
+	}
+	hello.has_role = 1;
+	hello.role = h->role;
+	hello.software_version = (char *)C4_VERSION;
+	hello.job_id = (char *)h->job_id;
+	hello.node_name = (char *)h->node_name;
+	if (h->credential != NULL) {
+		hello.has_credential = 1;
+		hello.credential.data = (uint8_t *)h->credential;
+		hello.credential.len = strlen(h->credential);
+	}
+	hello.has_min_version = hello.has_max_version = 1;
+	hello.min_version = hello.max_version = C4_PROTO_VERSION;
+	env = cli_call(c, C4__MSG_TYPE__MSG_HELLO, &hello);
+	if (env == NULL)
+		goto fail;
+	if (env->type != C4__MSG_TYPE__MSG_HELLO_REPLY) {
+		snprintf(c->err, sizeof(c->err),
+			 "expected a hello reply, got %s",
+			 msg_type_name(env->type));
+		msg_free(env);
+		goto fail;
+	}
+	c->hello_env = env;
+	c->hello = env->hello_reply;
+	return 0;
+fail:
+	close(c->fd);
+	c->fd = -1;
+	frame_buf_free(&c->in);
+	return -1;
+}
+
+void
+cli_close(struct cli *c)
+{
+	if (c->fd >= 0) {
+		C4__Goodbye g = C4__GOODBYE__INIT;
+
+		g.reason = (char *)"done";
+		cli_send(c, C4__MSG_TYPE__MSG_GOODBYE, &g, NULL);
+		close(c->fd);
+	}
+	c->fd = -1;
+	msg_free(c->hello_env);
+	c->hello_env = NULL;
+	c->hello = NULL;
+	frame_buf_free(&c->in);
+}

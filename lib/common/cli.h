@@ -1,0 +1,53 @@
+/*
+ * cli.h - a blocking client session, for c4ctl, tests and benchmarks.
+ *
+ * Connects, sends a hello with the given role and credential, and checks
+ * the hello reply; then sends requests and waits (with a timeout) for the
+ * reply whose reply_to names them.  Replies are decoded with msg_unpack(),
+ * the same validation the daemons apply.
+ */
+#ifndef C4_CLI_H
+#define C4_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frame.h"
+#include "msg.h"
+
+struct cli {
+	int fd;
+	struct frame_buf in;
+	uint32_t max_frame;
+	uint64_t seq;
+	int timeout_ms;
+	C4__HelloReply *hello; /* the daemon's reply, owned */
+	C4__Envelope *hello_env;
+	char err[512];
+};
+
+struct cli_hello {
+	C4__Role role;
+	const char *credential;
+	const char *job_id;
+	const char *node_name;
+};
+
+/* Returns 0, or -1 with c->err set (the connection is then closed). */
+int cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
+		int timeout_ms);
+void cli_close(struct cli *c);
+
+/* Sends one message; *seq gets its sequence number.  0 or -1. */
+int cli_send(struct cli *c, C4__MsgType type, void *body, uint64_t *seq);
+/* Sends raw bytes (tests of malformed input). */
+int cli_send_raw(struct cli *c, const void *p, size_t n);
+/* Waits for the next message.  NULL with c->err on timeout/close/error. */
+C4__Envelope *cli_recv(struct cli *c);
+/*
+ * Sends a request and waits for its answer, skipping unrelated messages.
+ * An Error answer is returned as NULL with its text in c->err.
+ */
+C4__Envelope *cli_call(struct cli *c, C4__MsgType type, void *body);
+
+#endif

@@ -1,0 +1,304 @@
+/*
+ * daemon.c - option parsing, configuration, signals and readiness for
+ * every c4 daemon.
+ */
+#define LOG_SUBSYS "main"
+
+#include "daemon.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "c4_build.h"
+#if C4_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+static const char *const dmn_levels[] = {"error", "warning", "info", "debug",
+					 NULL};
+
+static const struct cfg_field dmn_log_fields[] = {
+	{"level", CFG_ENUM, offsetof(struct dmn_log_conf, level), 0, 0, 0,
+	 "info", dmn_levels, "error, warning, info or debug"},
+};
+
+const struct cfg_schema dmn_log_schema = {"log", sizeof(struct dmn_log_conf),
+					  dmn_log_fields,
+					  CFG_NFIELDS(dmn_log_fields), NULL};
+
+static void
+dmn_notify(const char *state)
+{
+#if C4_HAVE_SYSTEMD
+	sd_notify(0, state);
+#else
+	(void)state;
+#endif
+}
+
+void
+dmn_notify_status(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "STATUS=");
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	va_end(ap);
+	dmn_notify(buf);
+}
+
+static void
+dmn_usage(const struct dmn_spec *spec, FILE *fp)
+{
+	fprintf(fp,
+		"usage: %s [-dhnvV] [-f config]\n"
+		"  -f FILE  configuration (default %s)\n"
+		"  -n       check the configuration and exit\n"
+		"  -v       with -n: print the canonical configuration; else "
+		"debug logging\n"
+		"  -d       stay in the foreground and log to stderr\n"
+		"  -V       print the version and exit\n",
+		spec->name, spec->default_config);
+}
+
+static void *
+dmn_load(const struct dmn_spec *spec, const char *path, int to_log)
+{
+	struct cfg_diag d;
+	void *conf = calloc(1, spec->schema->size);
+
+	if (conf == NULL)
+		return NULL;
+	if (cfg_load_file(path, spec->schema, conf, &d) < 0) {
+		/* On reload the errors go to the log (the journal). */
+		if (to_log)
+			for (size_t i = 0; i < d.n; i++)
+				log_errx("%s", d.msgs[i]);
+		else
+			cfg_diag_print(&d, stderr);
+		cfg_diag_free(&d);
+		cfg_free(spec->schema, conf);
+		free(conf);
+		return NULL;
+	}
+	cfg_diag_free(&d);
+	return conf;
+}
+
+static struct srv_conf *
+dmn_srv_conf(const struct dmn_spec *spec, void *conf)
+{
+	return (struct srv_conf *)(void *)((char *)conf + spec->off_server);
+}
+
+static struct cfg_list *
+dmn_creds(const struct dmn_spec *spec, void *conf)
+{
+	return (struct cfg_list *)(void *)((char *)conf + spec->off_creds);
+}
+
+static enum log_level
+dmn_level(const struct dmn_spec *spec, void *conf, int verbose)
+{
+	const struct dmn_log_conf *lc =
+		(const void *)((char *)conf + spec->off_log);
+
+	return verbose ? LOG_LVL_DEBUG : (enum log_level)lc->level;
+}
+
+static void
+dmn_stop_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct dmn *d = arg;
+
+	(void)what;
+	log_info("signal %d: shutting down", (int)sig);
+	dmn_notify("STOPPING=1");
+	event_base_loopexit(d->base, NULL);
+}
+
+static int dmn_verbose;
+
+static void
+dmn_reload_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct dmn *d = arg;
+	const struct dmn_spec *spec = d->spec;
+	const char *oldjob, *newjob;
+	void *conf, *old;
+
+	(void)sig;
+	(void)what;
+	dmn_notify("RELOADING=1");
+	log_info("reloading %s", d->conf_path);
+	conf = dmn_load(spec, d->conf_path, 1);
+	if (conf == NULL) {
+		log_warnx("reload failed; keeping the running configuration");
+		dmn_notify("READY=1");
+		return;
+	}
+	oldjob = spec->job_of ? spec->job_of(d->conf) : NULL;
+	newjob = spec->job_of ? spec->job_of(conf) : NULL;
+	if (oldjob && newjob && strcmp(oldjob, newjob) != 0) {
+		log_warnx("reload: the job cannot change (%s to %s) without a "
+			  "restart; keeping the running configuration",
+			  oldjob, newjob);
+		cfg_free(spec->schema, conf);
+		free(conf);
+		dmn_notify("READY=1");
+		return;
+	}
+	if (strcmp(dmn_srv_conf(spec, conf)->listen ?: "",
+		   dmn_srv_conf(spec, d->conf)->listen ?: "") != 0)
+		log_warnx("reload: server.listen changes take a restart");
+	old = d->conf;
+	d->conf = conf;
+	srv_set_conf(d->srv, dmn_srv_conf(spec, conf), dmn_creds(spec, conf));
+	log_set_level(dmn_level(spec, conf, dmn_verbose));
+	if (spec->reload != NULL)
+		spec->reload(d, old);
+	cfg_free(spec->schema, old);
+	free(old);
+	log_info("configuration reloaded");
+	dmn_notify("READY=1");
+}
+
+int
+dmn_main(int argc, char **argv, const struct dmn_spec *spec)
+{
+	static const struct option longopts[] = {
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	struct event *sigs[4] = {NULL, NULL, NULL, NULL};
+	struct srv_params p;
+	struct dmn d;
+	char bound[1024] = "", more[512] = "";
+	int ch, check = 0, foreground = 0, rc = 1;
+
+	memset(&d, 0, sizeof(d));
+	d.spec = spec;
+	d.conf_path = spec->default_config;
+	log_init(spec->name, 1, LOG_LVL_INFO);
+	while ((ch = getopt_long(argc, argv, "df:hnvV", longopts, NULL)) !=
+	       -1) {
+		switch (ch) {
+		case 'd':
+			foreground = 1;
+			break;
+		case 'f':
+			d.conf_path = optarg;
+			break;
+		case 'n':
+			check = 1;
+			break;
+		case 'v':
+			dmn_verbose = 1;
+			break;
+		case 'V':
+			printf("%s %s\n", spec->name, C4_VERSION);
+			return 0;
+		case 'h':
+			dmn_usage(spec, stdout);
+			return 0;
+		default:
+			dmn_usage(spec, stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		dmn_usage(spec, stderr);
+		return 2;
+	}
+	d.conf = dmn_load(spec, d.conf_path, 0);
+	if (d.conf == NULL)
+		return 1;
+	if (check) {
+		if (dmn_verbose)
+			cfg_print(stdout, spec->schema, d.conf);
+		printf("configuration OK\n");
+		rc = 0;
+		goto out_conf;
+	}
+	/*
+	 * Under systemd (Type=notify) stderr goes to the journal anyway; -d
+	 * keeps plain stderr lines, otherwise structured journal entries.
+	 */
+	log_init(spec->name, foreground, dmn_level(spec, d.conf, dmn_verbose));
+	signal(SIGPIPE, SIG_IGN);
+	if (gethostname(d.node, sizeof(d.node) - 1) < 0)
+		strcpy(d.node, "unknown");
+	if (spec->node_of != NULL && spec->node_of(d.conf) != NULL)
+		snprintf(d.node, sizeof(d.node), "%s", spec->node_of(d.conf));
+	d.base = event_base_new();
+	if (d.base == NULL) {
+		log_errx("cannot create the event loop");
+		goto out;
+	}
+	memset(&p, 0, sizeof(p));
+	p.daemon = spec->name;
+	p.node = d.node;
+	p.role = spec->role;
+	p.job_id = spec->job_of ? spec->job_of(d.conf) : NULL;
+	p.conf = dmn_srv_conf(spec, d.conf);
+	p.creds = dmn_creds(spec, d.conf);
+	d.srv = srv_new(d.base, &p, &spec->ops, &d);
+	if (d.srv == NULL)
+		goto out;
+	if (spec->start != NULL && spec->start(&d) < 0)
+		goto out;
+	if (p.conf->listen != NULL &&
+	    srv_listen(d.srv, p.conf->listen, 0, bound, sizeof(bound)) < 0)
+		goto out;
+	if (spec->listen != NULL && spec->listen(&d, more, sizeof(more)) < 0)
+		goto out;
+	if (more[0] != '\0') {
+		size_t n = strlen(bound);
+
+		snprintf(bound + n, sizeof(bound) - n, "%s%s", n ? " " : "",
+			 more);
+	}
+	sigs[0] = evsignal_new(d.base, SIGTERM, dmn_stop_cb, &d);
+	sigs[1] = evsignal_new(d.base, SIGINT, dmn_stop_cb, &d);
+	sigs[2] = evsignal_new(d.base, SIGHUP, dmn_reload_cb, &d);
+	for (int i = 0; i < 3; i++)
+		if (sigs[i] == NULL || evsignal_add(sigs[i], NULL) < 0)
+			goto out;
+	log_info("%s %s ready on %s", spec->name, C4_VERSION, bound);
+	{
+		char ready[1200];
+
+		snprintf(ready, sizeof(ready),
+			 "READY=1\nSTATUS=serving on %s\nC4_LISTEN=%s", bound,
+			 bound);
+		dmn_notify(ready);
+	}
+	if (event_base_dispatch(d.base) < 0)
+		log_errx("event loop failed");
+	else
+		rc = 0;
+	log_info("stopped");
+out:
+	/* Sessions close (on_close runs) before the daemon's state goes. */
+	for (int i = 0; i < 4; i++)
+		if (sigs[i] != NULL)
+			event_free(sigs[i]);
+	srv_free(d.srv);
+	if (spec->stop != NULL)
+		spec->stop(&d);
+	if (d.base != NULL)
+		event_base_free(d.base);
+out_conf:
+	cfg_free(spec->schema, d.conf);
+	free(d.conf);
+	libevent_global_shutdown();
+	return rc;
+}

@@ -1,0 +1,80 @@
+/*
+ * daemon.h - the main() every c4 daemon shares.
+ *
+ * dmn_main() does, in this order: log to stderr; parse options; load and
+ * validate the configuration (every error, file:line:col); with -n print
+ * "configuration OK" (with -v also the canonical configuration) and exit;
+ * create the event loop and the server; let the daemon set up its state;
+ * bind the listeners; tell systemd READY=1; run the loop until SIGTERM or
+ * SIGINT (SIGHUP reloads the configuration, keeping the old one if the new
+ * one has errors); tear down and free everything.
+ */
+#ifndef C4_DAEMON_H
+#define C4_DAEMON_H
+
+#include <stddef.h>
+
+#include <event2/event.h>
+
+#include "auth.h"
+#include "cfg.h"
+#include "log.h"
+#include "srv.h"
+
+struct dmn_log_conf {
+	int level; /* enum log_level */
+};
+extern const struct cfg_schema dmn_log_schema;
+#define DMN_LOG_FIELD(off)                                                     \
+	{                                                                      \
+		"log", CFG_SECTION, (off), 0, 0, 0, NULL, &dmn_log_schema,     \
+			"logging"                                              \
+	}
+#define DMN_CREDS_FIELD(off)                                                   \
+	{                                                                      \
+		"credentials", CFG_LIST, (off), CFG_REQUIRED, 0, 0, NULL,      \
+			&auth_credential_schema, "tokens accepted from peers"  \
+	}
+
+struct dmn;
+
+struct dmn_spec {
+	const char *name;	    /* "c4d-master" */
+	const char *default_config; /* path used without -f */
+	const struct cfg_schema *schema;
+	size_t off_server; /* struct srv_conf in the config */
+	size_t off_creds;  /* struct cfg_list of auth_credential */
+	size_t off_log;	   /* struct dmn_log_conf */
+	C4__Role role;	   /* role in hello replies */
+	/* The job a c4d-master serves (from its config), or NULL. */
+	const char *(*job_of)(const void *conf);
+	/* The node name from the config, or NULL for the host name. */
+	const char *(*node_of)(const void *conf);
+	/* Creates the daemon's state after the server exists; 0 or -1. */
+	int (*start)(struct dmn *d);
+	/* Binds listeners beyond server.listen (agent: its unix socket). */
+	int (*listen)(struct dmn *d, char *bound, size_t len);
+	/* A reload was accepted: conf is the new one, old is still valid. */
+	void (*reload)(struct dmn *d, const void *old);
+	/* Frees the daemon's state; the loop has stopped. */
+	void (*stop)(struct dmn *d);
+	struct srv_ops ops; /* arg is the struct dmn */
+};
+
+struct dmn {
+	const struct dmn_spec *spec;
+	const char *conf_path;
+	void *conf;
+	struct event_base *base;
+	struct srv *srv;
+	void *state; /* the daemon's own */
+	char node[256];
+};
+
+int dmn_main(int argc, char **argv, const struct dmn_spec *spec);
+
+/* Tells systemd (if it is watching) a status line; no-op otherwise. */
+void dmn_notify_status(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * json.c - streaming JSON writer.
+ */
+#include "json.h"
+
+#include <inttypes.h>
+#include <math.h>
+
+void
+json_init(struct json *j, FILE *fp)
+{
+	j->fp = fp;
+	j->depth = 0;
+	j->first[0] = 1;
+	j->after_key = 0;
+}
+
+/* Writes the separator owed before a value or key at the current depth. */
+static void
+json_sep(struct json *j)
+{
+	if (j->after_key) {
+		j->after_key = 0;
+		return;
+	}
+	if (!j->first[j->depth])
+		fputc(',', j->fp);
+	j->first[j->depth] = 0;
+}
+
+static void
+json_open(struct json *j, char c)
+{
+	json_sep(j);
+	fputc(c, j->fp);
+	if (j->depth < JSON_DEPTH_MAX - 1)
+		j->depth++;
+	j->first[j->depth] = 1;
+}
+
+void
+json_obj_begin(struct json *j)
+{
+	json_open(j, '{');
+}
+
+void
+json_obj_end(struct json *j)
+{
+	fputc('}', j->fp);
+	if (j->depth > 0)
+		j->depth--;
+}
+
+void
+json_arr_begin(struct json *j)
+{
+	json_open(j, '[');
+}
+
+void
+json_arr_end(struct json *j)
+{
+	fputc(']', j->fp);
+	if (j->depth > 0)
+		j->depth--;
+}
+
+static void
+json_quote(FILE *fp, const char *s)
+{
+	fputc('"', fp);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", fp);
+			break;
+		case '\\':
+			fputs("\\\\", fp);
+			break;
+		case '\n':
+			fputs("\\n", fp);
+			break;
+		case '\r':
+			fputs("\\r", fp);
+			break;
+		case '\t':
+			fputs("\\t", fp);
+			break;
+		default:
+			if (*p < 0x20)
+				fprintf(fp, "\\u%04x", *p);
+			else
+				fputc(*p, fp);
+		}
+	}
+	fputc('"', fp);
+}
+
+void
+json_key(struct json *j, const char *key)
+{
+	json_sep(j);
+	json_quote(j->fp, key);
+	fputc(':', j->fp);
+	j->after_key = 1;
+}
+
+void
+json_str(struct json *j, const char *s)
+{
+	json_sep(j);
+	if (s == NULL)
+		fputs("null", j->fp);
+	else
+		json_quote(j->fp, s);
+}
+
+void
+json_u64(struct json *j, uint64_t v)
+{
+	json_sep(j);
+	fprintf(j->fp, "%" PRIu64, v);
+}
+
+void
+json_i64(struct json *j, int64_t v)
+{
+	json_sep(j);
+	fprintf(j->fp, "%" PRId64, v);
+}
+
+void
+json_double(struct json *j, double v)
+{
+	json_sep(j);
+	if (isfinite(v))
+		fprintf(j->fp, "%.17g", v);
+	else
+		fputs("null", j->fp);
+}
+
+void
+json_bool(struct json *j, int v)
+{
+	json_sep(j);
+	fputs(v ? "true" : "false", j->fp);
+}
+
+void
+json_end(struct json *j)
+{
+	fputc('\n', j->fp);
+	fflush(j->fp);
+}

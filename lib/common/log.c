@@ -1,0 +1,137 @@
+/*
+ * log.c - stderr, journal or syslog output with levels and subsystem tags.
+ */
+#include "log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "c4_build.h"
+#if C4_HAVE_SYSTEMD
+#include <systemd/sd-journal.h>
+#endif
+
+#define LOG_LINE_MAX 2048
+
+static struct {
+	const char *ident;
+	int foreground;
+	enum log_level level;
+} log_state = {"c4", 1, LOG_LVL_INFO};
+
+static const char *const log_names[] = {"error", "warning", "info", "debug"};
+static const int log_syslog_prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO,
+				      LOG_DEBUG};
+
+void
+log_init(const char *ident, int foreground, enum log_level level)
+{
+	log_state.ident = ident;
+	log_state.foreground = foreground;
+	log_state.level = level;
+	if (!foreground)
+		openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+void
+log_set_level(enum log_level level)
+{
+	log_state.level = level;
+}
+
+enum log_level
+log_get_level(void)
+{
+	return log_state.level;
+}
+
+int
+log_level_parse(const char *name, enum log_level *out)
+{
+	for (size_t i = 0; i < sizeof(log_names) / sizeof(log_names[0]); i++) {
+		if (strcmp(name, log_names[i]) == 0) {
+			*out = (enum log_level)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+const char *
+log_level_name(enum log_level level)
+{
+	if ((unsigned)level >= sizeof(log_names) / sizeof(log_names[0]))
+		return "?";
+	return log_names[level];
+}
+
+void
+log_vemit(enum log_level level, const char *subsys, int with_errno,
+	  const char *fmt, va_list ap)
+{
+	int saved = errno;
+	char msg[LOG_LINE_MAX];
+	int n;
+
+	if (level > log_state.level) {
+		errno = saved;
+		return;
+	}
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (n < 0)
+		msg[0] = '\0';
+	if (with_errno) {
+		size_t len = strlen(msg);
+		snprintf(msg + len, sizeof(msg) - len, ": %s", strerror(saved));
+	}
+	if (log_state.foreground) {
+		struct timespec ts;
+		struct tm tm;
+		char when[32];
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		strftime(when, sizeof(when), "%H:%M:%S", &tm);
+		fprintf(stderr, "%s.%03ld %s %s[%s]: %s\n", when,
+			ts.tv_nsec / 1000000, log_names[level], log_state.ident,
+			subsys, msg);
+		fflush(stderr);
+	} else {
+#if C4_HAVE_SYSTEMD
+		if (sd_journal_send("MESSAGE=%s: %s", subsys, msg,
+				    "PRIORITY=%d", log_syslog_prio[level],
+				    "SYSLOG_IDENTIFIER=%s", log_state.ident,
+				    "C4_SUBSYSTEM=%s", subsys, NULL) < 0)
+			syslog(log_syslog_prio[level], "%s: %s", subsys, msg);
+#else
+		syslog(log_syslog_prio[level], "%s: %s", subsys, msg);
+#endif
+	}
+	errno = saved;
+}
+
+void
+log_emit(enum log_level level, const char *subsys, int with_errno,
+	 const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vemit(level, subsys, with_errno, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_fatal(const char *subsys, int with_errno, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vemit(LOG_LVL_ERROR, subsys, with_errno, fmt, ap);
+	va_end(ap);
+	exit(1);
+}

@@ -1,0 +1,51 @@
+/*
+ * log.h - leveled logging shared by every c4 program.
+ *
+ * In the foreground (or when stderr is not managed by systemd) messages go to
+ * stderr as "LEVEL subsystem: text"; as a daemon they go to the journal with
+ * the subsystem as a structured field (C4_SUBSYSTEM=), or to syslog where the
+ * journal is not available.  Every function preserves errno, so a caller can
+ * log and then still report the original error.
+ */
+#ifndef C4_LOG_H
+#define C4_LOG_H
+
+#include <stdarg.h>
+
+enum log_level {
+	LOG_LVL_ERROR = 0,
+	LOG_LVL_WARNING,
+	LOG_LVL_INFO,
+	LOG_LVL_DEBUG,
+};
+
+/* Each .c file may define LOG_SUBSYS before including this header. */
+#ifndef LOG_SUBSYS
+#define LOG_SUBSYS "c4"
+#endif
+
+void log_init(const char *ident, int foreground, enum log_level level);
+void log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+/* Parses "error", "warning", "info", "debug"; returns -1 if unknown. */
+int log_level_parse(const char *name, enum log_level *out);
+const char *log_level_name(enum log_level level);
+
+void log_emit(enum log_level level, const char *subsys, int with_errno,
+	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void log_vemit(enum log_level level, const char *subsys, int with_errno,
+	       const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
+_Noreturn void log_fatal(const char *subsys, int with_errno, const char *fmt,
+			 ...) __attribute__((format(printf, 3, 4)));
+
+/* log_warn and fatal append ": strerror(errno)"; the x variants do not. */
+#define log_warn(...)  log_emit(LOG_LVL_WARNING, LOG_SUBSYS, 1, __VA_ARGS__)
+#define log_warnx(...) log_emit(LOG_LVL_WARNING, LOG_SUBSYS, 0, __VA_ARGS__)
+#define log_errx(...)  log_emit(LOG_LVL_ERROR, LOG_SUBSYS, 0, __VA_ARGS__)
+#define log_info(...)  log_emit(LOG_LVL_INFO, LOG_SUBSYS, 0, __VA_ARGS__)
+#define log_debug(...) log_emit(LOG_LVL_DEBUG, LOG_SUBSYS, 0, __VA_ARGS__)
+#define fatal(...)     log_fatal(LOG_SUBSYS, 1, __VA_ARGS__)
+#define fatalx(...)    log_fatal(LOG_SUBSYS, 0, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,815 @@
+/*
+ * srv.c - accept, authenticate and serve framed sessions on a libevent loop.
+ */
+#define LOG_SUBSYS "srv"
+
+#include "srv.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+
+#include "auth.h"
+#include "c4_build.h"
+#include "log.h"
+#include "net.h"
+
+#define SRV_LISTENERS_MAX 8
+#define SRV_PEER_MAX	  (NET_HOST_MAX + 16)
+
+static const struct cfg_field srv_conf_fields[] = {
+	{"listen", CFG_ADDR, offsetof(struct srv_conf, listen), 0, 0, 0, NULL,
+	 NULL, "address for sessions: host:port or unix:/path"},
+	{"max_frame", CFG_SIZE, offsetof(struct srv_conf, max_frame), 0,
+	 FRAME_MAX_MIN, FRAME_MAX_LIMIT, "4MiB", NULL,
+	 "largest frame accepted; larger ones close the session"},
+	{"hello_timeout", CFG_DURATION,
+	 offsetof(struct srv_conf, hello_timeout), 0, 100, 600000, "5s", NULL,
+	 "time a new connection has to send its hello"},
+	{"idle_timeout", CFG_DURATION, offsetof(struct srv_conf, idle_timeout),
+	 0, 1000, 86400000, "60s", NULL,
+	 "a session silent this long is closed"},
+	{"heartbeat", CFG_DURATION, offsetof(struct srv_conf, heartbeat), 0,
+	 100, 3600000, "5s", NULL, "heartbeat period asked of peers"},
+	{"max_connections", CFG_INT, offsetof(struct srv_conf, max_connections),
+	 0, 1, 1000000, "4096", NULL, "sessions at once; more are refused"},
+};
+
+static void
+srv_conf_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
+{
+	struct srv_conf *c = obj;
+
+	if (c->idle_timeout < 2 * c->heartbeat)
+		cfg_diag_add(d, at,
+			     "server: idle_timeout must be at least twice the "
+			     "heartbeat");
+}
+
+const struct cfg_schema srv_conf_schema = {
+	"server", sizeof(struct srv_conf), srv_conf_fields,
+	CFG_NFIELDS(srv_conf_fields), srv_conf_validate};
+
+enum srv_conn_state {
+	SRV_AWAIT_HELLO,
+	SRV_READY,
+	SRV_CLOSING, /* flushing a final Error; input ignored */
+};
+
+struct srv_conn {
+	TAILQ_ENTRY(srv_conn) entry;
+	struct srv *srv;
+	struct bufferevent *bev;
+	struct event *timer;   /* hello timeout, then close linger */
+	struct event *more_ev; /* continue draining after the per-cb cap */
+	enum srv_conn_state state;
+	C4__Role role;
+	char *job;
+	char *node;
+	char *cred_name;
+	char peer[SRV_PEER_MAX];
+	uint64_t session_id;
+	uint64_t seq;
+	void *data;
+};
+
+struct srv {
+	struct event_base *base;
+	struct srv_params p;
+	struct srv_ops ops;
+	void *arg;
+	struct evconnlistener *listeners[SRV_LISTENERS_MAX];
+	char *unix_paths[SRV_LISTENERS_MAX];
+	size_t nlisteners;
+	TAILQ_HEAD(, srv_conn) conns;
+	struct srv_stats stats;
+	uint64_t next_session;
+	struct timespec started;
+};
+
+static void srv_conn_free(struct srv_conn *c);
+static void srv_read_cb(struct bufferevent *bev, void *arg);
+
+static uint64_t
+srv_now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct srv *
+srv_new(struct event_base *base, const struct srv_params *p,
+	const struct srv_ops *ops, void *arg)
+{
+	struct srv *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	s->base = base;
+	s->p = *p;
+	s->p.daemon = strdup(p->daemon);
+	s->p.node = strdup(p->node ? p->node : "");
+	s->p.job_id = p->job_id ? strdup(p->job_id) : NULL;
+	s->ops = *ops;
+	s->arg = arg;
+	TAILQ_INIT(&s->conns);
+	/* Session ids differ across restarts: start from the clock. */
+	s->next_session = srv_now_ns(CLOCK_REALTIME) << 8;
+	clock_gettime(CLOCK_MONOTONIC, &s->started);
+	return s;
+}
+
+void
+srv_set_conf(struct srv *s, const struct srv_conf *conf,
+	     const struct cfg_list *creds)
+{
+	struct srv_conn *c;
+
+	s->p.conf = conf;
+	s->p.creds = creds;
+	/* A new max_frame must be readable on sessions already open. */
+	TAILQ_FOREACH(c, &s->conns, entry)
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+				 FRAME_HDR_LEN + (size_t)conf->max_frame);
+}
+
+const struct srv_stats *
+srv_get_stats(const struct srv *s)
+{
+	return &s->stats;
+}
+
+/* ---- sending ----------------------------------------------------------------
+ */
+
+int
+srv_send(struct srv_conn *c, C4__MsgType type, void *body, uint64_t reply_to)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	struct evbuffer_iovec iov;
+	C4__Envelope env;
+	size_t n;
+
+	if (c->state == SRV_CLOSING)
+		return -1;
+	msg_init(&env, type, body);
+	env.has_seq = 1;
+	env.seq = ++c->seq;
+	if (reply_to != 0) {
+		env.has_reply_to = 1;
+		env.reply_to = reply_to;
+	}
+	n = msg_frame_size(&env);
+	if (evbuffer_get_length(out) + n > SRV_OUTBUF_MAX) {
+		c->srv->stats.outbuf_overflow++;
+		log_warnx("%s: peer is not reading its replies (%zu bytes "
+			  "queued); closing",
+			  c->peer, evbuffer_get_length(out));
+		srv_conn_close(c, "output overflow");
+		return -1;
+	}
+	if (evbuffer_reserve_space(out, (ev_ssize_t)n, &iov, 1) < 1)
+		return -1;
+	iov.iov_len = msg_pack_frame(&env, iov.iov_base);
+	evbuffer_commit_space(out, &iov, 1);
+	c->srv->stats.frames_out++;
+	c->srv->stats.bytes_out += n;
+	return 0;
+}
+
+static void
+srv_linger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	srv_conn_free(arg);
+}
+
+static void
+srv_flushed_cb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	srv_conn_free(arg);
+}
+
+void
+srv_conn_close(struct srv_conn *c, const char *why)
+{
+	struct timeval tv = {SRV_CLOSE_LINGER_MS / 1000,
+			     (SRV_CLOSE_LINGER_MS % 1000) * 1000};
+
+	if (c->state == SRV_CLOSING)
+		return;
+	log_debug("%s: closing session: %s", c->peer, why);
+	c->state = SRV_CLOSING;
+	bufferevent_disable(c->bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+		/* Defer: the caller may still be using c on this stack. */
+		event_del(c->timer);
+		event_assign(c->timer, c->srv->base, -1, 0, srv_linger_cb, c);
+		event_active(c->timer, 0, 0);
+		return;
+	}
+	bufferevent_setcb(c->bev, NULL, srv_flushed_cb, NULL, c);
+	event_del(c->timer);
+	event_assign(c->timer, c->srv->base, -1, 0, srv_linger_cb, c);
+	event_add(c->timer, &tv);
+}
+
+void
+srv_send_error(struct srv_conn *c, C4__ErrorCode code, int fatal,
+	       uint64_t ref_seq, const char *text)
+{
+	C4__Error e = C4__ERROR__INIT;
+
+	e.has_code = 1;
+	e.code = code;
+	e.text = (char *)text;
+	e.has_fatal = 1;
+	e.fatal = fatal != 0;
+	if (ref_seq != 0) {
+		e.has_ref_seq = 1;
+		e.ref_seq = ref_seq;
+	}
+	srv_send(c, C4__MSG_TYPE__MSG_ERROR, &e, ref_seq);
+	if (fatal)
+		srv_conn_close(c, text);
+}
+
+/* Counts a rejected input by its error code, logs, answers and closes. */
+static void
+srv_reject(struct srv_conn *c, const struct msg_err *err)
+{
+	struct srv_stats *st = &c->srv->stats;
+
+	switch (err->code) {
+	case C4__ERROR_CODE__ERR_TOO_LARGE:
+		st->too_large++;
+		break;
+	case C4__ERROR_CODE__ERR_BAD_VERSION:
+		st->bad_version++;
+		break;
+	case C4__ERROR_CODE__ERR_AUTH:
+		st->auth_failed++;
+		break;
+	case C4__ERROR_CODE__ERR_ROLE:
+		st->out_of_role++;
+		break;
+	case C4__ERROR_CODE__ERR_STATE:
+		st->bad_state++;
+		break;
+	default:
+		st->malformed++;
+		break;
+	}
+	log_warnx("%s: %s; closing the session", c->peer, err->text);
+	srv_send_error(c, err->code, 1, 0, err->text);
+}
+
+int
+srv_reply_counter(C4__AdminReply *r, const char *name, uint64_t value,
+		  const char *help, int gauge)
+{
+	C4__Counter **v, *k;
+
+	v = realloc(r->counters, (r->n_counters + 1) * sizeof(*v));
+	if (v == NULL)
+		return -1;
+	r->counters = v;
+	k = calloc(1, sizeof(*k));
+	if (k == NULL)
+		return -1;
+	c4__counter__init(k);
+	k->name = strdup(name);
+	k->help = help ? strdup(help) : NULL;
+	k->has_value = 1;
+	k->value = value;
+	k->has_gauge = 1;
+	k->gauge = gauge != 0;
+	v[r->n_counters++] = k;
+	return 0;
+}
+
+static void
+srv_reply_free(C4__AdminReply *r)
+{
+	for (size_t i = 0; i < r->n_counters; i++) {
+		free(r->counters[i]->name);
+		free(r->counters[i]->help);
+		free(r->counters[i]);
+	}
+	free(r->counters);
+	r->counters = NULL;
+	r->n_counters = 0;
+}
+
+static void
+srv_answer_status(struct srv_conn *c, const C4__Envelope *env)
+{
+	struct srv *s = c->srv;
+	C4__AdminReply r = C4__ADMIN_REPLY__INIT;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	r.has_op = 1;
+	r.op = C4__ADMIN_OP__ADMIN_STATUS;
+	r.daemon = (char *)s->p.daemon;
+	r.software_version = (char *)C4_VERSION;
+	r.node_name = (char *)s->p.node;
+	r.has_uptime_ms = 1;
+	r.uptime_ms = (uint64_t)((now.tv_sec - s->started.tv_sec) * 1000 +
+				 (now.tv_nsec - s->started.tv_nsec) / 1000000);
+#define SRV_STAT_COUNTER(n, h) srv_reply_counter(&r, #n, s->stats.n, h, 0);
+	SRV_COUNTERS(SRV_STAT_COUNTER)
+#undef SRV_STAT_COUNTER
+	srv_reply_counter(&r, "conns_active", s->stats.conns_active,
+			  "sessions open now", 1);
+	if (s->ops.on_status != NULL)
+		s->ops.on_status(s, &r, s->arg);
+	srv_send(c, C4__MSG_TYPE__MSG_ADMIN_REPLY, &r, env->seq);
+	srv_reply_free(&r);
+}
+
+/* ---- the session state machine
+ * ----------------------------------------------- */
+
+static int
+srv_handle_hello(struct srv_conn *c, const C4__Envelope *env,
+		 struct msg_err *err)
+{
+	struct srv *s = c->srv;
+	const C4__Hello *h = env->hello;
+	const struct auth_credential *cred;
+	C4__HelloReply r = C4__HELLO_REPLY__INIT;
+
+	/*
+	 * A hello always travels in a version-1 envelope; the peer's range
+	 * (absent bounds mean 1) must include a version this side speaks.
+	 */
+	if ((h->has_min_version ? h->min_version : 1) > C4_PROTO_VERSION ||
+	    (h->has_max_version ? h->max_version : 1) < C4_PROTO_VERSION) {
+		err->code = C4__ERROR_CODE__ERR_BAD_VERSION;
+		snprintf(err->text, sizeof(err->text),
+			 "hello: protocol versions %u..%u not supported (this "
+			 "side speaks %u)",
+			 h->has_min_version ? h->min_version : 1,
+			 h->has_max_version ? h->max_version : 1,
+			 C4_PROTO_VERSION);
+		return -1;
+	}
+	cred = h->has_credential ? auth_match(s->p.creds, h->credential.data,
+					      h->credential.len)
+				 : NULL;
+	if (cred == NULL) {
+		err->code = C4__ERROR_CODE__ERR_AUTH;
+		snprintf(err->text, sizeof(err->text),
+			 "hello from %s (%s): unknown credential",
+			 h->node_name ? h->node_name : "?",
+			 msg_role_name(h->role));
+		return -1;
+	}
+	if (!auth_allows(cred, (int)h->role, h->job_id)) {
+		err->code = C4__ERROR_CODE__ERR_AUTH;
+		snprintf(err->text, sizeof(err->text),
+			 "hello from %s: credential '%s' may not act as %s%s%s",
+			 h->node_name ? h->node_name : "?", cred->name,
+			 msg_role_name(h->role), h->job_id ? " for job " : "",
+			 h->job_id ? h->job_id : "");
+		return -1;
+	}
+	c->role = h->role;
+	c->cred_name = strdup(cred->name);
+	c->job = h->job_id ? strdup(h->job_id) : NULL;
+	c->node = h->node_name ? strdup(h->node_name) : NULL;
+	if (s->ops.on_hello != NULL && s->ops.on_hello(c, h, err, s->arg) < 0) {
+		if (err->code == C4__ERROR_CODE__ERR_UNSPECIFIED)
+			err->code = C4__ERROR_CODE__ERR_AUTH;
+		return -1;
+	}
+	c->state = SRV_READY;
+	c->session_id = ++s->next_session;
+	event_del(c->timer);
+	s->stats.hello_ok++;
+	log_info("%s: session %llu: %s %s%s%s authenticated as '%s'", c->peer,
+		 (unsigned long long)c->session_id, msg_role_name(c->role),
+		 c->node ? c->node : "?", c->job ? " job " : "",
+		 c->job ? c->job : "", cred->name);
+
+	r.has_role = 1;
+	r.role = s->p.role;
+	r.daemon = (char *)s->p.daemon;
+	r.software_version = (char *)C4_VERSION;
+	r.has_session_id = 1;
+	r.session_id = c->session_id;
+	r.has_heartbeat_interval_ms = 1;
+	r.heartbeat_interval_ms = (uint32_t)s->p.conf->heartbeat;
+	r.has_max_frame = 1;
+	r.max_frame = (uint32_t)s->p.conf->max_frame;
+	r.has_server_time_ns = 1;
+	r.server_time_ns = srv_now_ns(CLOCK_REALTIME);
+	r.job_id = (char *)s->p.job_id;
+	r.has_version = 1;
+	r.version = C4_PROTO_VERSION;
+	srv_send(c, C4__MSG_TYPE__MSG_HELLO_REPLY, &r, env->seq);
+	return 0;
+}
+
+/* Handles one decoded envelope; returns -1 if the session is now closing. */
+static int
+srv_dispatch(struct srv_conn *c, const C4__Envelope *env)
+{
+	struct srv *s = c->srv;
+	struct msg_err err = {C4__ERROR_CODE__ERR_UNSPECIFIED, ""};
+
+	if (c->state == SRV_AWAIT_HELLO) {
+		if (env->type != C4__MSG_TYPE__MSG_HELLO) {
+			err.code = C4__ERROR_CODE__ERR_STATE;
+			snprintf(err.text, sizeof(err.text), "%s before hello",
+				 msg_type_name(env->type));
+			srv_reject(c, &err);
+			return -1;
+		}
+		if (srv_handle_hello(c, env, &err) < 0) {
+			srv_reject(c, &err);
+			return -1;
+		}
+		return 0;
+	}
+	if (env->type == C4__MSG_TYPE__MSG_HELLO) {
+		err.code = C4__ERROR_CODE__ERR_STATE;
+		snprintf(err.text, sizeof(err.text),
+			 "second hello on a session");
+		srv_reject(c, &err);
+		return -1;
+	}
+	if (!msg_role_may_send(c->role, env->type) ||
+	    msg_from_server_only(env->type)) {
+		err.code = C4__ERROR_CODE__ERR_ROLE;
+		snprintf(err.text, sizeof(err.text), "a %s may not send %s",
+			 msg_role_name(c->role), msg_type_name(env->type));
+		srv_reject(c, &err);
+		return -1;
+	}
+	switch (env->type) {
+	case C4__MSG_TYPE__MSG_HEARTBEAT:
+		if (!env->heartbeat->echo) {
+			C4__Heartbeat hb = *env->heartbeat;
+
+			hb.has_echo = 1;
+			hb.echo = 1;
+			s->stats.heartbeats++;
+			srv_send(c, C4__MSG_TYPE__MSG_HEARTBEAT, &hb, env->seq);
+		}
+		return 0;
+	case C4__MSG_TYPE__MSG_GOODBYE:
+		srv_conn_close(c, "goodbye");
+		return -1;
+	case C4__MSG_TYPE__MSG_ERROR:
+		log_warnx("%s: peer reports error %d: %s", c->peer,
+			  env->error->code,
+			  env->error->text ? env->error->text : "");
+		if (env->error->fatal) {
+			srv_conn_close(c, "peer error");
+			return -1;
+		}
+		return 0;
+	case C4__MSG_TYPE__MSG_ADMIN_REQUEST:
+		if (env->admin_request->op == C4__ADMIN_OP__ADMIN_STATUS) {
+			srv_answer_status(c, env);
+			return 0;
+		}
+		break;
+	default:
+		break;
+	}
+	if (s->ops.on_message == NULL ||
+	    s->ops.on_message(c, env, &err, s->arg) < 0) {
+		if (c->state == SRV_CLOSING)
+			return -1;
+		if (err.code == C4__ERROR_CODE__ERR_UNSPECIFIED) {
+			err.code = C4__ERROR_CODE__ERR_INVALID;
+			snprintf(err.text, sizeof(err.text),
+				 "%s is not served by %s",
+				 msg_type_name(env->type), s->p.daemon);
+		}
+		s->stats.invalid++;
+		log_info("%s: refused %s: %s", c->peer,
+			 msg_type_name(env->type), err.text);
+		srv_send_error(c, err.code, 0, env->seq, err.text);
+	}
+	return c->state == SRV_CLOSING ? -1 : 0;
+}
+
+static void
+srv_more_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct srv_conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	srv_read_cb(c->bev, c);
+}
+
+/*
+ * Drains complete frames, at most FRAME_PER_CALLBACK per call so that one
+ * busy peer cannot starve the others; the rest is handled on the next loop
+ * turn.
+ */
+static void
+srv_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct srv_conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	uint32_t max = (uint32_t)c->srv->p.conf->max_frame;
+	unsigned handled = 0;
+
+	while (c->state != SRV_CLOSING) {
+		size_t avail = evbuffer_get_length(in);
+		uint8_t hdr[FRAME_HDR_LEN];
+		struct msg_err err = {C4__ERROR_CODE__ERR_UNSPECIFIED, ""};
+		enum frame_status st;
+		C4__Envelope *env;
+		uint32_t len = 0;
+		uint8_t *body;
+
+		if (handled == FRAME_PER_CALLBACK) {
+			if (avail >= FRAME_HDR_LEN)
+				event_active(c->more_ev, 0, 0);
+			return;
+		}
+		if (avail < FRAME_HDR_LEN)
+			return;
+		evbuffer_copyout(in, hdr, FRAME_HDR_LEN);
+		st = frame_peek(hdr, FRAME_HDR_LEN, max, &len);
+		if (st == FRAME_TOO_BIG) {
+			err.code = C4__ERROR_CODE__ERR_TOO_LARGE;
+			snprintf(err.text, sizeof(err.text),
+				 "frame of %u bytes above max_frame %u", len,
+				 max);
+			srv_reject(c, &err);
+			return;
+		}
+		if (avail < FRAME_HDR_LEN + (size_t)len)
+			return;
+		body = evbuffer_pullup(in, (ev_ssize_t)(FRAME_HDR_LEN + len));
+		env = msg_unpack(body + FRAME_HDR_LEN, len, &err);
+		evbuffer_drain(in, FRAME_HDR_LEN + len);
+		c->srv->stats.frames_in++;
+		c->srv->stats.bytes_in += FRAME_HDR_LEN + len;
+		handled++;
+		if (env == NULL) {
+			srv_reject(c, &err);
+			return;
+		}
+		if (srv_dispatch(c, env) < 0) {
+			msg_free(env);
+			return;
+		}
+		msg_free(env);
+	}
+}
+
+static void
+srv_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct srv_conn *c = arg;
+
+	(void)bev;
+	if (what & BEV_EVENT_TIMEOUT) {
+		c->srv->stats.idle_timeout++;
+		log_warnx("%s: silent for %lld ms; closing", c->peer,
+			  (long long)c->srv->p.conf->idle_timeout);
+		srv_send_error(c, C4__ERROR_CODE__ERR_TIMEOUT, 1, 0,
+			       "idle timeout");
+		return;
+	}
+	if (what & BEV_EVENT_ERROR)
+		log_debug("%s: %s", c->peer,
+			  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	srv_conn_free(c);
+}
+
+static void
+srv_hello_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct srv_conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	c->srv->stats.hello_timeout++;
+	log_warnx("%s: no hello within %lld ms; closing", c->peer,
+		  (long long)c->srv->p.conf->hello_timeout);
+	srv_send_error(c, C4__ERROR_CODE__ERR_TIMEOUT, 1, 0,
+		       "no hello in time");
+}
+
+static void
+srv_conn_free(struct srv_conn *c)
+{
+	struct srv *s = c->srv;
+
+	if (c->state == SRV_READY || c->state == SRV_CLOSING) {
+		if (s->ops.on_close != NULL && c->session_id != 0)
+			s->ops.on_close(c, s->arg);
+	}
+	TAILQ_REMOVE(&s->conns, c, entry);
+	s->stats.conns_active--;
+	bufferevent_free(c->bev);
+	event_free(c->timer);
+	event_free(c->more_ev);
+	free(c->job);
+	free(c->node);
+	free(c->cred_name);
+	free(c);
+}
+
+static void
+srv_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+	      int salen, void *arg)
+{
+	struct srv *s = arg;
+	struct srv_conn *c;
+	struct timeval hello, idle;
+	char peer[SRV_PEER_MAX];
+	int one = 1;
+
+	(void)l;
+	if (sa->sa_family == AF_UNIX)
+		snprintf(peer, sizeof(peer), "unix-peer");
+	else
+		net_sockaddr_format(sa, (socklen_t)salen, peer, sizeof(peer));
+	if (s->stats.conns_active >= (uint64_t)s->p.conf->max_connections) {
+		s->stats.conns_refused++;
+		log_warnx("%s: refused: %lld sessions already open", peer,
+			  (long long)s->p.conf->max_connections);
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		close(fd);
+		return;
+	}
+	if (sa->sa_family != AF_UNIX)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->srv = s;
+	memcpy(c->peer, peer, sizeof(peer));
+	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->timer = evtimer_new(s->base, srv_hello_timeout_cb, c);
+	c->more_ev = event_new(s->base, -1, 0, srv_more_cb, c);
+	if (c->bev == NULL || c->timer == NULL || c->more_ev == NULL) {
+		if (c->bev)
+			bufferevent_free(c->bev);
+		else
+			close(fd);
+		if (c->timer)
+			event_free(c->timer);
+		if (c->more_ev)
+			event_free(c->more_ev);
+		free(c);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&s->conns, c, entry);
+	s->stats.conns_accepted++;
+	s->stats.conns_active++;
+	/* Read no further than one whole frame ahead of what is handled. */
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+				 FRAME_HDR_LEN + (size_t)s->p.conf->max_frame);
+	bufferevent_setcb(c->bev, srv_read_cb, NULL, srv_event_cb, c);
+	hello.tv_sec = s->p.conf->hello_timeout / 1000;
+	hello.tv_usec = (s->p.conf->hello_timeout % 1000) * 1000;
+	idle.tv_sec = s->p.conf->idle_timeout / 1000;
+	idle.tv_usec = (s->p.conf->idle_timeout % 1000) * 1000;
+	bufferevent_set_timeouts(c->bev, &idle, NULL);
+	evtimer_add(c->timer, &hello);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	log_debug("%s: connected", c->peer);
+}
+
+static void
+srv_accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	(void)l;
+	(void)arg;
+	/* EMFILE and friends: keep listening; the next accept may work. */
+	log_warn("accept");
+}
+
+int
+srv_listen(struct srv *s, const char *addr, unsigned mode, char *bound,
+	   size_t boundlen)
+{
+	struct evconnlistener *l;
+	struct net_addr a;
+	char err[256];
+	int fd;
+
+	if (s->nlisteners == SRV_LISTENERS_MAX) {
+		log_warnx("%s: too many listeners", addr);
+		return -1;
+	}
+	if (net_addr_parse(addr, &a, err, sizeof(err)) < 0) {
+		log_warnx("%s: %s", addr, err);
+		return -1;
+	}
+	fd = net_listen(&a, 128, mode, bound, boundlen, err, sizeof(err));
+	if (fd < 0) {
+		log_warnx("listen %s: %s", addr, err);
+		return -1;
+	}
+	l = evconnlistener_new(s->base, srv_accept_cb, s,
+			       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+			       -1, fd);
+	if (l == NULL) {
+		close(fd);
+		return -1;
+	}
+	evconnlistener_set_error_cb(l, srv_accept_error_cb);
+	s->unix_paths[s->nlisteners] =
+		a.family == AF_UNIX ? strdup(a.path) : NULL;
+	s->listeners[s->nlisteners++] = l;
+	return 0;
+}
+
+void
+srv_free(struct srv *s)
+{
+	struct srv_conn *c;
+
+	if (s == NULL)
+		return;
+	while ((c = TAILQ_FIRST(&s->conns)) != NULL)
+		srv_conn_free(c);
+	for (size_t i = 0; i < s->nlisteners; i++) {
+		evconnlistener_free(s->listeners[i]);
+		if (s->unix_paths[i] != NULL) {
+			unlink(s->unix_paths[i]);
+			free(s->unix_paths[i]);
+		}
+	}
+	free((char *)s->p.daemon);
+	free((char *)s->p.node);
+	free((char *)s->p.job_id);
+	free(s);
+}
+
+C4__Role
+srv_conn_role(const struct srv_conn *c)
+{
+	return c->role;
+}
+
+const char *
+srv_conn_job(const struct srv_conn *c)
+{
+	return c->job;
+}
+
+const char *
+srv_conn_node(const struct srv_conn *c)
+{
+	return c->node;
+}
+
+const char *
+srv_conn_peer(const struct srv_conn *c)
+{
+	return c->peer;
+}
+
+const char *
+srv_conn_credential(const struct srv_conn *c)
+{
+	return c->cred_name;
+}
+
+void *
+srv_conn_get_data(const struct srv_conn *c)
+{
+	return c->data;
+}
+
+void
+srv_conn_set_data(struct srv_conn *c, void *data)
+{
+	c->data = data;
+}
+
+struct srv *
+srv_conn_srv(const struct srv_conn *c)
+{
+	return c->srv;
+}

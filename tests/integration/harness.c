@@ -1,0 +1,314 @@
+/*
+ * harness.c - daemon processes for integration tests.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static long
+th_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+const char *
+th_bin(const char *relpath)
+{
+	static char buf[8][PATH_MAX];
+	static int next;
+	const char *root = getenv("C4_BUILD_ROOT");
+	char *b = buf[next++ % 8];
+
+	snprintf(b, PATH_MAX, "%s/%s", root ? root : ".", relpath);
+	return b;
+}
+
+const char *
+th_data(const char *relpath)
+{
+	static char buf[8][PATH_MAX];
+	static int next;
+	const char *root = getenv("C4_TEST_DATA");
+	char *b = buf[next++ % 8];
+
+	snprintf(b, PATH_MAX, "%s/%s", root ? root : "tests/data", relpath);
+	return b;
+}
+
+static int
+th_write_config(struct th_daemon *d, const char *config)
+{
+	FILE *fp = fopen(d->conf, "w");
+	const char *p = config;
+
+	if (fp == NULL)
+		return -1;
+	while (*p) {
+		if (strncmp(p, "@DIR@", 5) == 0) {
+			fputs(d->dir, fp);
+			p += 5;
+		} else {
+			fputc(*p++, fp);
+		}
+	}
+	return fclose(fp);
+}
+
+static void
+th_dump_log(const struct th_daemon *d)
+{
+	char line[1024];
+	FILE *fp = fopen(d->log, "r");
+
+	if (fp == NULL)
+		return;
+	fprintf(stderr, "---- %s log ----\n", d->name);
+	while (fgets(line, sizeof(line), fp))
+		fputs(line, stderr);
+	fclose(fp);
+}
+
+/* Parses "C4_LISTEN=a b c" from a notify datagram. */
+static void
+th_parse_listen(struct th_daemon *d, const char *msg)
+{
+	const char *l = strstr(msg, "C4_LISTEN=");
+	char copy[2048], *tok, *save;
+
+	if (l == NULL)
+		return;
+	snprintf(copy, sizeof(copy), "%s", l + 10);
+	copy[strcspn(copy, "\n")] = '\0';
+	for (tok = strtok_r(copy, " ", &save); tok;
+	     tok = strtok_r(NULL, " ", &save)) {
+		if (strncmp(tok, "unix:", 5) == 0) {
+			if (d->unix_path[0] == '\0')
+				snprintf(d->unix_path, sizeof(d->unix_path),
+					 "%s", tok + 5);
+		} else if (d->tcp[0] == '\0') {
+			snprintf(d->tcp, sizeof(d->tcp), "%s", tok);
+		}
+	}
+}
+
+int
+th_wait_ready(struct th_daemon *d)
+{
+	long deadline = th_now_ms() + TH_READY_TIMEOUT_MS;
+
+	while (th_now_ms() < deadline) {
+		struct pollfd pfd = {d->notify_fd, POLLIN, 0};
+		char msg[4096];
+		ssize_t n;
+
+		if (poll(&pfd, 1, 100) <= 0) {
+			if (!th_alive(d)) {
+				fprintf(stderr, "%s exited before READY=1\n",
+					d->name);
+				th_dump_log(d);
+				return -1;
+			}
+			continue;
+		}
+		n = recv(d->notify_fd, msg, sizeof(msg) - 1, 0);
+		if (n <= 0)
+			continue;
+		msg[n] = '\0';
+		if (strstr(msg, "READY=1") != NULL) {
+			th_parse_listen(d, msg);
+			return 0;
+		}
+	}
+	fprintf(stderr, "%s: no READY=1 within %d ms\n", d->name,
+		TH_READY_TIMEOUT_MS);
+	th_dump_log(d);
+	return -1;
+}
+
+int
+th_start(struct th_daemon *d, const char *name, const char *config)
+{
+	struct sockaddr_un sun;
+	char tmpl[] = "/tmp/c4-test-XXXXXX", rel[128], notify[96];
+	const char *bin;
+
+	memset(d, 0, sizeof(*d));
+	d->pid = -1;
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	if (mkdtemp(tmpl) == NULL)
+		return -1;
+	snprintf(d->dir, sizeof(d->dir), "%s", tmpl);
+	snprintf(d->conf, sizeof(d->conf), "%s/%s.yaml", d->dir, name);
+	snprintf(d->log, sizeof(d->log), "%s/%s.log", d->dir, name);
+	snprintf(notify, sizeof(notify), "%s/notify", d->dir);
+	if (th_write_config(d, config) < 0)
+		return -1;
+	d->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", notify);
+	if (d->notify_fd < 0 ||
+	    bind(d->notify_fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
+		return -1;
+	snprintf(rel, sizeof(rel), "daemons/%s/%s", name, name);
+	bin = th_bin(rel);
+	d->pid = fork();
+	if (d->pid < 0)
+		return -1;
+	if (d->pid == 0) {
+		int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (fd >= 0) {
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+		}
+		setenv("NOTIFY_SOCKET", notify, 1);
+		execl(bin, bin, "-d", "-f", d->conf, (char *)NULL);
+		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
+		_exit(127);
+	}
+	return th_wait_ready(d);
+}
+
+int
+th_alive(struct th_daemon *d)
+{
+	int status;
+
+	if (d->pid <= 0)
+		return 0;
+	return waitpid(d->pid, &status, WNOHANG) == 0;
+}
+
+int
+th_stop(struct th_daemon *d)
+{
+	long deadline = th_now_ms() + TH_STOP_TIMEOUT_MS;
+	int status, rc = -1;
+
+	if (d->pid <= 0)
+		return -1;
+	kill(d->pid, SIGTERM);
+	while (th_now_ms() < deadline) {
+		pid_t w = waitpid(d->pid, &status, WNOHANG);
+
+		if (w == d->pid) {
+			rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+			if (rc != 0)
+				th_dump_log(d);
+			d->pid = -1;
+			break;
+		}
+		usleep(10000);
+	}
+	if (d->pid > 0) {
+		fprintf(stderr, "%s did not stop; killing\n", d->name);
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, &status, 0);
+		th_dump_log(d);
+		d->pid = -1;
+	}
+	close(d->notify_fd);
+	return rc;
+}
+
+int
+th_log_has(const struct th_daemon *d, const char *s)
+{
+	char line[4096];
+	FILE *fp = fopen(d->log, "r");
+	int found = 0;
+
+	if (fp == NULL)
+		return 0;
+	while (!found && fgets(line, sizeof(line), fp))
+		found = strstr(line, s) != NULL;
+	fclose(fp);
+	return found;
+}
+
+/* Reads what is available on fd into buf (bounded); returns 0 at EOF. */
+static int
+th_slurp(int fd, char *buf, size_t len, size_t *used)
+{
+	char tmp[4096];
+	ssize_t n = read(fd, tmp, sizeof(tmp));
+
+	if (n <= 0)
+		return 0;
+	if (buf != NULL && *used + 1 < len) {
+		size_t k = (size_t)n < len - 1 - *used ? (size_t)n
+						       : len - 1 - *used;
+
+		memcpy(buf + *used, tmp, k);
+		*used += k;
+		buf[*used] = '\0';
+	}
+	return 1;
+}
+
+int
+th_run(char *const argv[], char *out, size_t outlen, char *err, size_t errlen,
+       int timeout_ms)
+{
+	int po[2], pe[2], status;
+	size_t uo = 0, ue = 0;
+	long deadline = th_now_ms() + timeout_ms;
+	int open_o = 1, open_e = 1;
+	pid_t pid;
+
+	if (out && outlen)
+		out[0] = '\0';
+	if (err && errlen)
+		err[0] = '\0';
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(po[1], STDOUT_FILENO);
+		dup2(pe[1], STDERR_FILENO);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	while ((open_o || open_e) && th_now_ms() < deadline) {
+		struct pollfd p[2] = {{open_o ? po[0] : -1, POLLIN, 0},
+				      {open_e ? pe[0] : -1, POLLIN, 0}};
+
+		if (poll(p, 2, 100) <= 0)
+			continue;
+		if (p[0].revents && !th_slurp(po[0], out, outlen, &uo))
+			open_o = 0;
+		if (p[1].revents && !th_slurp(pe[0], err, errlen, &ue))
+			open_e = 0;
+	}
+	close(po[0]);
+	close(pe[0]);
+	if (open_o || open_e)
+		kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	if (open_o || open_e)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}

@@ -1,0 +1,58 @@
+/*
+ * harness.h - start real c4 daemons for integration tests, and stop them.
+ *
+ * Each daemon runs in its own temporary directory with a generated
+ * configuration, listening on port 0 of loopback; readiness and the bound
+ * addresses come over a real NOTIFY_SOCKET (sd_notify READY=1 and
+ * C4_LISTEN=).  The daemon dies with the test process (PR_SET_PDEATHSIG),
+ * and th_stop() sends SIGTERM and requires a clean exit within a bound.
+ */
+#ifndef C4_TEST_HARNESS_H
+#define C4_TEST_HARNESS_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define TH_READY_TIMEOUT_MS 20000
+#define TH_STOP_TIMEOUT_MS  20000
+
+struct th_daemon {
+	pid_t pid;
+	int notify_fd;
+	char name[64];
+	char dir[64]; /* /tmp/c4-test-XXXXXX */
+	char conf[256];
+	char log[256];
+	char tcp[256];		  /* first host:port it listens on */
+	char unix_path[PATH_MAX]; /* a unix socket it listens on, if any */
+};
+
+/* Absolute path of a built program, e.g. "daemons/c4d-master/c4d-master". */
+const char *th_bin(const char *relpath);
+/* Path of a file in tests/data. */
+const char *th_data(const char *relpath);
+
+/*
+ * Writes config (where "@DIR@" stands for the daemon's directory) and
+ * starts the daemon; returns 0 once it is ready, -1 otherwise (its log is
+ * printed to stderr).
+ */
+int th_start(struct th_daemon *d, const char *name, const char *config);
+/* Waits for the next READY=1 (after a SIGHUP reload). */
+int th_wait_ready(struct th_daemon *d);
+/* SIGTERM; returns the exit status, or -1 if it had to be killed. */
+int th_stop(struct th_daemon *d);
+/* Is the process still running? */
+int th_alive(struct th_daemon *d);
+/* Does its log contain s? */
+int th_log_has(const struct th_daemon *d, const char *s);
+
+/*
+ * Runs argv (argv[0] a path) with a timeout, capturing stdout (and stderr
+ * if err is not NULL).  Returns the exit status, or -1.
+ */
+int th_run(char *const argv[], char *out, size_t outlen, char *err,
+	   size_t errlen, int timeout_ms);
+
+#endif
