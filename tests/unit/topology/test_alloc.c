@@ -67,8 +67,8 @@ START_TEST(test_same_side_and_spread)
 	fx_init(&f, 4, 1, true);
 	qps(q, 16, 0, 0, 2, 1, true);
 	ck_assert_int_eq(alloc_request(f.a, "r1", 1, 100, 60, q, 16, r, err,
-	                               sizeof(err)),
-	                 0);
+				       sizeof(err)),
+			 0);
 	for (i = 0; i < 16; i++) {
 		const struct path *p = &r[i].path;
 
@@ -83,9 +83,9 @@ START_TEST(test_same_side_and_spread)
 			struct path h;
 
 			ck_assert_int_eq(hash_route(f.t, &f.m, p->src_port,
-			                            q[i].dip, r[i].sport, true,
-			                            &h, err, sizeof(err)),
-			                 0);
+						    q[i].dip, r[i].sport, true,
+						    &h, err, sizeof(err)),
+					 0);
 			ck_assert(path_equal(&h, p));
 		}
 	}
@@ -127,8 +127,8 @@ START_TEST(test_spread_over_spines_with_parallel_cables)
 		q[i].weight = 0;
 	}
 	ck_assert_int_eq(
-	        alloc_request(f.a, "p", 1, 0, 60, q, 4, r, err, sizeof(err)),
-	        0);
+		alloc_request(f.a, "p", 1, 0, 60, q, 4, r, err, sizeof(err)),
+		0);
 	for (i = 0; i < 4; i++)
 		per_spine[path_spine(f.t, &r[i].path)]++;
 	ck_assert_uint_eq(per_spine[0], 2);
@@ -153,16 +153,16 @@ START_TEST(test_weights)
 	q[1].weight = 1;
 	q[2].weight = 1;
 	ck_assert_int_eq(
-	        alloc_request(f.a, "w", 1, 0, 60, q, 3, r, err, sizeof(err)),
-	        0);
+		alloc_request(f.a, "w", 1, 0, 60, q, 3, r, err, sizeof(err)),
+		0);
 	ck_assert_uint_ne(path_spine(f.t, &r[0].path),
-	                  path_spine(f.t, &r[1].path));
+			  path_spine(f.t, &r[1].path));
 	ck_assert_uint_eq(path_spine(f.t, &r[1].path),
-	                  path_spine(f.t, &r[2].path));
+			  path_spine(f.t, &r[2].path));
 	q[0].weight = ALLOC_MAX_WEIGHT + 1;
 	ck_assert_int_eq(
-	        alloc_request(f.a, "w2", 1, 0, 60, q, 1, r, err, sizeof(err)),
-	        -EINVAL);
+		alloc_request(f.a, "w2", 1, 0, 60, q, 1, r, err, sizeof(err)),
+		-EINVAL);
 	fx_free(&f);
 }
 END_TEST
@@ -181,11 +181,11 @@ START_TEST(test_deterministic)
 		qps(q, 12, h, h % 2, (h + 2) % 4, 1, true);
 		snprintf(id, sizeof(id), "d%u", h);
 		ck_assert_int_eq(alloc_request(f1.a, id, 7, 0, 60, q, 12, r1,
-		                               err, sizeof(err)),
-		                 0);
+					       err, sizeof(err)),
+				 0);
 		ck_assert_int_eq(alloc_request(f2.a, id, 7, 0, 60, q, 12, r2,
-		                               err, sizeof(err)),
-		                 0);
+					       err, sizeof(err)),
+				 0);
 		ck_assert_int_eq(memcmp(r1, r2, sizeof(r1)), 0);
 	}
 	fx_free(&f1);
@@ -204,20 +204,20 @@ START_TEST(test_idempotent_and_conflicts)
 	fx_init(&f, 2, 1, true);
 	qps(q, 4, 0, 0, 2, 0, true);
 	ck_assert_int_eq(
-	        alloc_request(f.a, "x", 3, 0, 60, q, 4, r, err, sizeof(err)),
-	        0);
+		alloc_request(f.a, "x", 3, 0, 60, q, 4, r, err, sizeof(err)),
+		0);
 	ck_assert_int_eq(alloc_request(f.a, "x", 3, 10, 60, q, 4, again, err,
-	                               sizeof(err)),
-	                 0);
+				       sizeof(err)),
+			 0);
 	ck_assert_int_eq(memcmp(r, again, sizeof(r)), 0);
 	alloc_stats(f.a, &st);
 	ck_assert_uint_eq(st.qps, 4);
 	ck_assert_int_eq(alloc_request(f.a, "x", 4, 0, 60, q, 4, again, err,
-	                               sizeof(err)),
-	                 -EEXIST);
+				       sizeof(err)),
+			 -EEXIST);
 	ck_assert_int_eq(alloc_request(f.a, "x", 3, 0, 60, q, 2, again, err,
-	                               sizeof(err)),
-	                 -EEXIST);
+				       sizeof(err)),
+			 -EEXIST);
 	ck_assert_int_eq(alloc_lookup(f.a, "x", again, 4), 0);
 	ck_assert_int_eq(memcmp(r, again, sizeof(r)), 0);
 	ck_assert_int_eq(alloc_lookup(f.a, "y", again, 4), -ENOENT);
@@ -241,8 +241,8 @@ START_TEST(test_batch_all_or_nothing)
 	qps(q, 4, 0, 0, 2, 0, false);
 	q[3].dip = 0x01010101;
 	ck_assert_int_eq(
-	        alloc_request(f.a, "b", 1, 0, 60, q, 4, r, err, sizeof(err)),
-	        -EINVAL);
+		alloc_request(f.a, "b", 1, 0, 60, q, 4, r, err, sizeof(err)),
+		-EINVAL);
 	alloc_stats(f.a, &st);
 	ck_assert_uint_eq(st.qps, 0);
 	ck_assert_uint_eq(st.requests, 0);
@@ -251,27 +251,27 @@ START_TEST(test_batch_all_or_nothing)
 	qps(q, 4, 0, 0, 2, 0, false);
 	q[1].dip = tfab_ip(2, 0, 0, false);
 	ck_assert_int_eq(
-	        alloc_request(f.a, "b", 1, 0, 60, q, 4, r, err, sizeof(err)),
-	        -EINVAL);
+		alloc_request(f.a, "b", 1, 0, 60, q, 4, r, err, sizeof(err)),
+		-EINVAL);
 	qps(q, 4, 0, 0, 2, 0, false);
 	ck_assert_int_eq(
-	        alloc_request(f.a, "b", 1, 0, 60, q, 4, r, err, sizeof(err)),
-	        0);
+		alloc_request(f.a, "b", 1, 0, 60, q, 4, r, err, sizeof(err)),
+		0);
 	ck_assert_uint_eq(r[0].qp_id, 1);
 	/* argument checks */
 	ck_assert_int_eq(
-	        alloc_request(f.a, "", 1, 0, 60, q, 4, r, err, sizeof(err)),
-	        -EINVAL);
+		alloc_request(f.a, "", 1, 0, 60, q, 4, r, err, sizeof(err)),
+		-EINVAL);
 	ck_assert_int_eq(
-	        alloc_request(f.a, "z", 1, 0, 0, q, 4, r, err, sizeof(err)),
-	        -EINVAL);
+		alloc_request(f.a, "z", 1, 0, 0, q, 4, r, err, sizeof(err)),
+		-EINVAL);
 	ck_assert_int_eq(
-	        alloc_request(f.a, "z", 1, 0, 60, q, 0, r, err, sizeof(err)),
-	        -EINVAL);
+		alloc_request(f.a, "z", 1, 0, 60, q, 0, r, err, sizeof(err)),
+		-EINVAL);
 	q[0].dip = q[0].sip;
 	ck_assert_int_eq(
-	        alloc_request(f.a, "z", 1, 0, 60, q, 1, r, err, sizeof(err)),
-	        -EINVAL);
+		alloc_request(f.a, "z", 1, 0, 60, q, 1, r, err, sizeof(err)),
+		-EINVAL);
 	fx_free(&f);
 }
 END_TEST
@@ -287,14 +287,14 @@ START_TEST(test_release_and_leases)
 	fx_init(&f, 2, 1, true);
 	qps(q, 2, 0, 0, 2, 0, true);
 	ck_assert_int_eq(
-	        alloc_request(f.a, "a", 1, 0, 10, q, 2, r, err, sizeof(err)),
-	        0);
+		alloc_request(f.a, "a", 1, 0, 10, q, 2, r, err, sizeof(err)),
+		0);
 	ck_assert_int_eq(
-	        alloc_request(f.a, "b", 1, 0, 20, q, 2, r, err, sizeof(err)),
-	        0);
+		alloc_request(f.a, "b", 1, 0, 20, q, 2, r, err, sizeof(err)),
+		0);
 	ck_assert_int_eq(
-	        alloc_request(f.a, "c", 2, 0, 30, q, 2, r, err, sizeof(err)),
-	        0);
+		alloc_request(f.a, "c", 2, 0, 30, q, 2, r, err, sizeof(err)),
+		0);
 	ck_assert_uint_eq(alloc_expire(f.a, 9), 0);
 	ck_assert_uint_eq(alloc_expire(f.a, 10), 2);
 	ck_assert_uint_eq(alloc_renew_job(f.a, 1, 10, 100), 1);
@@ -308,8 +308,8 @@ START_TEST(test_release_and_leases)
 	ck_assert_uint_eq(st.max_link_load, 0);
 	/* slots are reused and ids keep growing */
 	ck_assert_int_eq(
-	        alloc_request(f.a, "a", 1, 0, 10, q, 2, r, err, sizeof(err)),
-	        0);
+		alloc_request(f.a, "a", 1, 0, 10, q, 2, r, err, sizeof(err)),
+		0);
 	ck_assert_uint_eq(r[0].qp_id, 7);
 	fx_free(&f);
 }
@@ -334,8 +334,8 @@ START_TEST(test_link_down_reassigns)
 	fx_init(&f, 4, 1, true);
 	qps(q, 16, 0, 0, 2, 1, true);
 	ck_assert_int_eq(
-	        alloc_request(f.a, "L", 9, 0, 60, q, 16, r, err, sizeof(err)),
-	        0);
+		alloc_request(f.a, "L", 9, 0, 60, q, 16, r, err, sizeof(err)),
+		0);
 	link = r[0].path.up;
 	for (i = 0; i < 16; i++)
 		on_link += path_uses_link(&r[i].path, link);
@@ -357,7 +357,7 @@ START_TEST(test_link_down_reassigns)
 		ck_assert(!path_uses_link(&now[i].path, link));
 		ck_assert(path_healthy(f.t, &now[i].path));
 		ck_assert_uint_eq(f.t->ports[now[i].path.dst_port].side,
-		                  now[i].side);
+				  now[i].side);
 		if (!path_uses_link(&r[i].path, link))
 			ck_assert(path_equal(&r[i].path, &now[i].path));
 	}
@@ -368,7 +368,7 @@ START_TEST(test_link_down_reassigns)
 	ck_assert_uint_eq(nch, 0);
 	ck_assert_ptr_null(ch);
 	ck_assert_int_eq(alloc_link_set(f.a, f.t->nlinks, true, &ch, &nch),
-	                 -EINVAL);
+			 -EINVAL);
 	fx_free(&f);
 }
 END_TEST
@@ -389,8 +389,8 @@ START_TEST(test_stranded_and_back)
 	qps(q, 2, 0, 0, 2, 0, false);
 	q[1] = q[0];
 	ck_assert_int_eq(
-	        alloc_request(f.a, "s", 1, 0, 60, q, 2, r, err, sizeof(err)),
-	        0);
+		alloc_request(f.a, "s", 1, 0, 60, q, 2, r, err, sizeof(err)),
+		0);
 	for (l = 0; l < f.t->nlinks; l++) {
 		if (f.t->links[l].leaf != 0)
 			continue;
@@ -406,11 +406,11 @@ START_TEST(test_stranded_and_back)
 	ck_assert(r[0].stranded);
 	/* a new request finds no path */
 	ck_assert_int_eq(
-	        alloc_request(f.a, "t", 1, 0, 60, q, 1, r, err, sizeof(err)),
-	        -ENOENT);
+		alloc_request(f.a, "t", 1, 0, 60, q, 1, r, err, sizeof(err)),
+		-ENOENT);
 	/* one uplink back: both QPs share it */
 	ck_assert_int_eq(
-	        alloc_link_set(f.a, f.t->leaf_links[0], true, &ch, &nch), 0);
+		alloc_link_set(f.a, f.t->leaf_links[0], true, &ch, &nch), 0);
 	ck_assert_uint_eq(nch, 2);
 	ck_assert_uint_eq(ch[0].kind, ALLOC_MOVED);
 	free(ch);
@@ -433,17 +433,17 @@ START_TEST(test_port_down)
 	fx_init(&f, 2, 1, true);
 	qps(q, 2, 0, 0, 2, 0, true);
 	ck_assert_int_eq(
-	        alloc_request(f.a, "p", 1, 0, 60, q, 2, r, err, sizeof(err)),
-	        0);
+		alloc_request(f.a, "p", 1, 0, 60, q, 2, r, err, sizeof(err)),
+		0);
 	/* the destination's left port fails: its QP has no same-side path */
 	ck_assert_int_eq(
-	        alloc_port_set(f.a, r[0].path.dst_port, false, &ch, &nch), 0);
+		alloc_port_set(f.a, r[0].path.dst_port, false, &ch, &nch), 0);
 	ck_assert_uint_eq(nch, 1);
 	ck_assert_uint_eq(ch[0].kind, ALLOC_STRANDED);
 	ck_assert_uint_eq(ch[0].index, 0);
 	free(ch);
 	ck_assert_int_eq(
-	        alloc_port_set(f.a, r[0].path.dst_port, true, &ch, &nch), 0);
+		alloc_port_set(f.a, r[0].path.dst_port, true, &ch, &nch), 0);
 	ck_assert_uint_eq(nch, 1);
 	free(ch);
 	fx_free(&f);
@@ -465,8 +465,8 @@ START_TEST(test_side_any_balances)
 	for (i = 0; i < 6; i++)
 		q[i].side = TOPO_SIDE_ANY;
 	ck_assert_int_eq(
-	        alloc_request(f.a, "any", 1, 0, 60, q, 6, r, err, sizeof(err)),
-	        0);
+		alloc_request(f.a, "any", 1, 0, 60, q, 6, r, err, sizeof(err)),
+		0);
 	for (i = 0; i < 6; i++)
 		side[r[i].side]++;
 	ck_assert_uint_eq(side[0], 3);
@@ -496,8 +496,8 @@ START_TEST(test_restore_from_records)
 		qps(q, 8, h, 0, (h + 2) % 4, 0, true);
 		snprintf(id, sizeof(id), "j%u", h);
 		ck_assert_int_eq(alloc_request(f1.a, id, h, 5, 60, q, 8, r1,
-		                               err, sizeof(err)),
-		                 0);
+					       err, sizeof(err)),
+				 0);
 	}
 	alloc_release(f1.a, "j1");
 	while (alloc_next(f1.a, &cur, &rec) == 1) {
@@ -507,10 +507,10 @@ START_TEST(test_restore_from_records)
 	ck_assert_uint_eq(n, 16);
 	/* incomplete requests are refused, and nothing is restored */
 	ck_assert_int_eq(alloc_restore(f2.a, recs, n - 1, err, sizeof(err)),
-	                 -EINVAL);
+			 -EINVAL);
 	ck_assert_int_eq(alloc_restore(f2.a, recs, n, err, sizeof(err)), 0);
 	ck_assert_int_eq(alloc_restore(f2.a, recs, n, err, sizeof(err)),
-	                 -EEXIST);
+			 -EEXIST);
 	for (l = 0; l < f1.t->nlinks; l++) {
 		uint64_t u1, d1, u2, d2;
 
@@ -525,11 +525,11 @@ START_TEST(test_restore_from_records)
 	/* the next request: same answer, ids continue */
 	qps(q, 8, 3, 1, 1, 1, true);
 	ck_assert_int_eq(
-	        alloc_request(f1.a, "n", 1, 5, 60, q, 8, r1, err, sizeof(err)),
-	        0);
+		alloc_request(f1.a, "n", 1, 5, 60, q, 8, r1, err, sizeof(err)),
+		0);
 	ck_assert_int_eq(
-	        alloc_request(f2.a, "n", 1, 5, 60, q, 8, r2, err, sizeof(err)),
-	        0);
+		alloc_request(f2.a, "n", 1, 5, 60, q, 8, r2, err, sizeof(err)),
+		0);
 	ck_assert_int_eq(memcmp(r1, r2, sizeof(r1)), 0);
 	ck_assert_uint_eq(r2[0].qp_id, 25);
 	/* a record whose path does not fit its IPs */
@@ -538,7 +538,7 @@ START_TEST(test_restore_from_records)
 	recs[0].nqp = 1;
 	recs[0].index = 0;
 	ck_assert_int_eq(alloc_restore(f2.a, recs, 1, err, sizeof(err)),
-	                 -EINVAL);
+			 -EINVAL);
 	free(recs);
 	fx_free(&f1);
 	fx_free(&f2);

@@ -16,7 +16,7 @@ START_TEST(test_fill_from_hash_model)
 	struct hash_model m = {11};
 	struct catalog *c = catalog_new(t, &m);
 	struct catalog_key k = {tfab_ip(0, 0, 0, true), tfab_ip(3, 1, 0, true),
-	                        TOPO_RIGHT};
+				TOPO_RIGHT};
 	const struct catalog_entry *e;
 	char err[TOPO_ERR_MAX];
 	unsigned side[2] = {0, 0};
@@ -36,20 +36,20 @@ START_TEST(test_fill_from_hash_model)
 		struct path p;
 
 		ck_assert_int_eq(hash_route(t, &m, e->src_port, k.dip,
-		                            e->recs[i].sport, false, &p, err,
-		                            sizeof(err)),
-		                 0);
+					    e->recs[i].sport, false, &p, err,
+					    sizeof(err)),
+				 0);
 		ck_assert(path_equal(&p, &e->recs[i].path));
 		ck_assert_uint_eq(e->recs[i].dst_side,
-		                  t->ports[p.dst_port].side);
+				  t->ports[p.dst_port].side);
 		ck_assert_uint_eq(e->recs[i].origin, CATALOG_FROM_HASH);
 		side[e->recs[i].dst_side]++;
 		for (j = 0; j < i; j++)
 			ck_assert(!path_equal(&e->recs[j].path,
-			                      &e->recs[i].path));
+					      &e->recs[i].path));
 		if (i > 0)
 			ck_assert_uint_gt(e->recs[i].sport,
-			                  e->recs[i - 1].sport);
+					  e->recs[i - 1].sport);
 	}
 	ck_assert_uint_eq(side[0], 16);
 	ck_assert_uint_eq(side[1], 16);
@@ -96,7 +96,7 @@ START_TEST(test_probe_results)
 	struct topo *t = tfab_new(2, 1, false);
 	struct catalog *c = catalog_new(t, NULL);
 	struct catalog_key k = {tfab_ip(0, 0, 0, false),
-	                        tfab_ip(2, 0, 0, false), TOPO_LEFT};
+				tfab_ip(2, 0, 0, false), TOPO_LEFT};
 	const struct catalog_entry *e;
 	struct probe_result r;
 	char err[TOPO_ERR_MAX];
@@ -181,11 +181,11 @@ START_TEST(test_iterate_and_restore)
 	for (h = 0; h < 4; h++) {
 		for (i = 0; i < 2; i++) {
 			struct catalog_key k = {
-			        tfab_ip(h, 0, 0, true),
-			        tfab_ip((h + 1) % 4, 0, 0, true), (uint8_t)i};
+				tfab_ip(h, 0, 0, true),
+				tfab_ip((h + 1) % 4, 0, 0, true), (uint8_t)i};
 
 			ck_assert_ptr_nonnull(
-			        catalog_get(a, &k, err, sizeof(err)));
+				catalog_get(a, &k, err, sizeof(err)));
 		}
 	}
 	ck_assert_uint_eq(catalog_count(a), 8);
@@ -193,8 +193,8 @@ START_TEST(test_iterate_and_restore)
 		const struct catalog_entry *e = catalog_entry_at(a, n);
 
 		ck_assert_int_eq(catalog_add(b, &e->key, e->recs, e->n, err,
-		                             sizeof(err)),
-		                 0);
+					     sizeof(err)),
+				 0);
 	}
 	ck_assert_ptr_null(catalog_entry_at(a, 8));
 	for (n = 0; n < catalog_count(a); n++) {
@@ -204,7 +204,7 @@ START_TEST(test_iterate_and_restore)
 		ck_assert_ptr_nonnull(f);
 		ck_assert_uint_eq(f->n, e->n);
 		ck_assert_int_eq(
-		        memcmp(f->recs, e->recs, e->n * sizeof(*e->recs)), 0);
+			memcmp(f->recs, e->recs, e->n * sizeof(*e->recs)), 0);
 	}
 	/* a record that does not fit the key is refused */
 	{
@@ -214,7 +214,7 @@ START_TEST(test_iterate_and_restore)
 
 		k2.side = (uint8_t)!k2.side;
 		ck_assert_int_eq(catalog_add(b, &k2, &bad, 1, err, sizeof(err)),
-		                 -1);
+				 -1);
 	}
 	catalog_free(a);
 	catalog_free(b);
@@ -230,7 +230,7 @@ START_TEST(test_probe_tasks)
 	size_t n, i;
 
 	ck_assert_int_eq(
-	        catalog_probe_tasks(t, 1, 256, &v, &n, err, sizeof(err)), 0);
+		catalog_probe_tasks(t, 1, 256, &v, &n, err, sizeof(err)), 0);
 	/* left ports live on leaf0/leaf2, right on leaf1/leaf3: 2 x 2 */
 	ck_assert_uint_eq(n, 4);
 	for (i = 0; i < n; i++) {

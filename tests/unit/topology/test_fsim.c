@@ -60,9 +60,9 @@ START_TEST(test_dual_port_receive_collision)
 
 	fsim_res_caps(t, cap);
 	path_enum(t, tfab_port(t, 0, 0, TOPO_LEFT),
-	          tfab_port(t, 2, 0, TOPO_LEFT), p[0], 4);
+		  tfab_port(t, 2, 0, TOPO_LEFT), p[0], 4);
 	path_enum(t, tfab_port(t, 0, 0, TOPO_RIGHT),
-	          tfab_port(t, 2, 0, TOPO_LEFT), p[1], 4);
+		  tfab_port(t, 2, 0, TOPO_LEFT), p[1], 4);
 	fsim_flow_path(t, &p[0][0], &f[0]);
 	fsim_flow_path(t, &p[1][1], &f[1]);
 	ck_assert_int_eq(fsim_solve(cap, nres, f, 2, err, sizeof(err)), 0);
@@ -72,7 +72,7 @@ START_TEST(test_dual_port_receive_collision)
 	NEAR(bw, 200);
 	/* same side on both ends: full rate */
 	path_enum(t, tfab_port(t, 0, 0, TOPO_RIGHT),
-	          tfab_port(t, 2, 0, TOPO_RIGHT), p[1], 4);
+		  tfab_port(t, 2, 0, TOPO_RIGHT), p[1], 4);
 	fsim_flow_path(t, &p[1][1], &f[1]);
 	ck_assert_int_eq(fsim_solve(cap, nres, f, 2, err, sizeof(err)), 0);
 	ck_assert_int_eq(fsim_busbw(f, 2, conn, 1, job, 1, &bw), 0);
@@ -96,9 +96,9 @@ START_TEST(test_uplink_collision_and_busbw)
 	/* links are 400G: three 200G flows on one uplink get 133.3 each */
 	for (i = 0; i < 3; i++)
 		path_enum(t, tfab_port(t, i < 2 ? 0 : 1, i % 2, TOPO_LEFT),
-		          tfab_port(t, 2 + i % 2, i / 2, TOPO_LEFT), p[i], 4);
+			  tfab_port(t, 2 + i % 2, i / 2, TOPO_LEFT), p[i], 4);
 	path_enum(t, tfab_port(t, 1, 1, TOPO_LEFT),
-	          tfab_port(t, 3, 1, TOPO_LEFT), p[3], 4);
+		  tfab_port(t, 3, 1, TOPO_LEFT), p[3], 4);
 	for (i = 0; i < 3; i++)
 		fsim_flow_path(t, &p[i][0], &f[i]);
 	fsim_flow_path(t, &p[3][1], &f[3]);
@@ -125,8 +125,8 @@ START_TEST(test_pooled_ideal)
 	/* four 200G flows leave leaf0 (800G of uplinks): all at line rate */
 	for (i = 0; i < 4; i++)
 		fsim_flow_pooled(t, tfab_port(t, i / 2, i % 2, TOPO_LEFT),
-		                 tfab_port(t, 2 + i / 2, i % 2, TOPO_LEFT),
-		                 &f[i]);
+				 tfab_port(t, 2 + i / 2, i % 2, TOPO_LEFT),
+				 &f[i]);
 	fsim_res_caps(t, cap);
 	ck_assert_int_eq(fsim_solve(cap, nres, f, 4, err, sizeof(err)), 0);
 	for (i = 0; i < 4; i++)
@@ -150,7 +150,7 @@ START_TEST(test_link_balance)
 	double g, l;
 
 	path_enum(t, tfab_port(t, 0, 0, TOPO_LEFT),
-	          tfab_port(t, 2, 0, TOPO_LEFT), p[0], 4);
+		  tfab_port(t, 2, 0, TOPO_LEFT), p[0], 4);
 	sel[0] = p[0][0];
 	sel[1] = p[0][1];
 	fsim_link_balance(t, sel, 2, &g, &l);

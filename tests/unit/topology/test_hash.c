@@ -21,9 +21,9 @@ START_TEST(test_deterministic_and_seeded)
 	ck_assert_uint_ne(s1, hash_switch_seed(&m1, 0, 4));
 	f.sport++;
 	ck_assert_uint_ne(
-	        hash_flow(s1, &f),
-	        hash_flow(s1, &(struct hash_flow){1, 2, 50000, HASH_ROCE_DPORT,
-	                                          HASH_PROTO_UDP}));
+		hash_flow(s1, &f),
+		hash_flow(s1, &(struct hash_flow){1, 2, 50000, HASH_ROCE_DPORT,
+						  HASH_PROTO_UDP}));
 }
 END_TEST
 
@@ -43,15 +43,15 @@ START_TEST(test_bonded_receive_side_is_hashed)
 	uint32_t src = tfab_port(t, 0, 0, TOPO_LEFT), ix;
 
 	ck_assert_int_eq(hash_ctx_init(&c, t, &m, src, tfab_ip(2, 0, 0, true),
-	                               err, sizeof(err)),
-	                 0);
+				       err, sizeof(err)),
+			 0);
 	ck_assert_uint_eq(c.nup, 4);
 	ck_assert_uint_eq(c.ndown, 8);
 	ck_assert_uint_eq(c.npaths, 8);
 	for (i = 0; i < 4000; i++) {
 		ck_assert_int_eq(hash_ctx_route_ix(&c, (uint16_t)(49152 + i),
-		                                   false, &p, &ix),
-		                 0);
+						   false, &p, &ix),
+				 0);
 		ck_assert_uint_lt(ix, c.nup * c.ndown + 1);
 		side[t->ports[p.dst_port].side]++;
 		spine[t->links[p.up].spine]++;
@@ -75,15 +75,15 @@ START_TEST(test_direct_on_same_leaf)
 
 	/* h1's bonded IP has its left port on leaf0, like h0's left port */
 	ck_assert_int_eq(hash_route(t, &m, tfab_port(t, 0, 0, TOPO_LEFT),
-	                            tfab_ip(1, 0, 0, true), 50000, true, &p,
-	                            err, sizeof(err)),
-	                 0);
+				    tfab_ip(1, 0, 0, true), 50000, true, &p,
+				    err, sizeof(err)),
+			 0);
 	ck_assert_uint_eq(p.up, TOPO_NONE);
 	ck_assert_uint_eq(p.dst_port, tfab_port(t, 1, 0, TOPO_LEFT));
 	ck_assert_int_eq(hash_route(t, &m, tfab_port(t, 0, 0, TOPO_LEFT),
-	                            0x01010101, 50000, true, &p, err,
-	                            sizeof(err)),
-	                 -1);
+				    0x01010101, 50000, true, &p, err,
+				    sizeof(err)),
+			 -1);
 	topo_free(t);
 }
 END_TEST
@@ -103,19 +103,19 @@ START_TEST(test_resilient_on_failure)
 	uint32_t src = tfab_port(t, 0, 1, TOPO_RIGHT), fail, i, moved = 0;
 
 	ck_assert_int_eq(hash_ctx_init(&c, t, &m, src, tfab_ip(3, 1, 1, false),
-	                               err, sizeof(err)),
-	                 0);
+				       err, sizeof(err)),
+			 0);
 	ck_assert_uint_eq(c.npaths, 4); /* unbonded: one receive leaf */
 	for (i = 0; i < 512; i++)
 		ck_assert_int_eq(hash_ctx_route(&c, (uint16_t)(49152 + i), true,
-		                                &before[i]),
-		                 0);
+						&before[i]),
+				 0);
 	fail = before[0].up;
 	topo_link_set_up(t, fail, false);
 	for (i = 0; i < 512; i++) {
 		ck_assert_int_eq(
-		        hash_ctx_route(&c, (uint16_t)(49152 + i), true, &after),
-		        0);
+			hash_ctx_route(&c, (uint16_t)(49152 + i), true, &after),
+			0);
 		ck_assert(path_healthy(t, &after));
 		if (before[i].up != fail)
 			ck_assert(path_equal(&before[i], &after));
@@ -123,8 +123,8 @@ START_TEST(test_resilient_on_failure)
 			moved++;
 		/* without health the fabric-wide path is unchanged */
 		ck_assert_int_eq(hash_ctx_route(&c, (uint16_t)(49152 + i),
-		                                false, &after),
-		                 0);
+						false, &after),
+				 0);
 		ck_assert(path_equal(&before[i], &after));
 	}
 	ck_assert_uint_gt(moved, 0);

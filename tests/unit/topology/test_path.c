@@ -23,17 +23,17 @@ START_TEST(test_enum_counts_and_order)
 		ck_assert_uint_eq(t->links[p[i].up].leaf, 0);
 		ck_assert_uint_eq(t->links[p[i].down].leaf, 2);
 		ck_assert_uint_eq(path_spine(t, &p[i]),
-		                  t->links[p[i].down].spine);
+				  t->links[p[i].down].spine);
 		if (i > 0)
 			ck_assert_uint_le(path_spine(t, &p[i - 1]),
-			                  path_spine(t, &p[i]));
+					  path_spine(t, &p[i]));
 	}
 	/* counting without storage */
 	ck_assert_int_eq(path_enum(t, src, dst, NULL, 0), 12);
 	ck_assert_int_eq(path_enum(t, src, dst, p, 5), 12);
 	/* cross-side: leaf0 -> leaf3 also crosses spines */
 	ck_assert_int_eq(
-	        path_enum(t, src, tfab_port(t, 2, 1, TOPO_RIGHT), p, 64), 12);
+		path_enum(t, src, tfab_port(t, 2, 1, TOPO_RIGHT), p, 64), 12);
 	ck_assert_int_eq(path_enum(t, src, src, p, 64), -1);
 	ck_assert_int_eq(path_enum(t, src, t->nports, p, 64), -1);
 	topo_free(t);
@@ -48,8 +48,8 @@ START_TEST(test_same_leaf_is_direct)
 
 	/* h0 and h1 share leaf0 on the left */
 	ck_assert_int_eq(path_enum(t, tfab_port(t, 0, 0, TOPO_LEFT),
-	                           tfab_port(t, 1, 1, TOPO_LEFT), p, 4),
-	                 1);
+				   tfab_port(t, 1, 1, TOPO_LEFT), p, 4),
+			 1);
 	ck_assert_uint_eq(p[0].up, TOPO_NONE);
 	ck_assert_uint_eq(p[0].down, TOPO_NONE);
 	ck_assert_uint_eq(path_spine(t, &p[0]), TOPO_NONE);
@@ -66,8 +66,8 @@ START_TEST(test_health)
 	char buf[128];
 
 	ck_assert_int_eq(path_enum(t, tfab_port(t, 0, 0, TOPO_RIGHT),
-	                           tfab_port(t, 3, 0, TOPO_RIGHT), p, 4),
-	                 2);
+				   tfab_port(t, 3, 0, TOPO_RIGHT), p, 4),
+			 2);
 	ck_assert(path_healthy(t, &p[0]));
 	ck_assert(path_uses_link(&p[0], p[0].up));
 	ck_assert(!path_uses_link(&p[0], p[1].up));

@@ -24,7 +24,7 @@ START_TEST(test_build_and_lookup)
 	ck_assert_uint_eq(p, tfab_port(t, 2, 1, TOPO_RIGHT));
 	ck_assert_uint_eq(t->ports[p].leaf, 3);
 	ck_assert_uint_eq(topo_nic_by_ip(t, tfab_ip(2, 1, 0, true)),
-	                  t->hosts[2].first_nic + 1);
+			  t->hosts[2].first_nic + 1);
 	ck_assert_uint_eq(topo_nic_by_ip(t, 0x01020304), TOPO_NONE);
 	topo_bundle_links(t, 2, 1, &first, &count);
 	ck_assert_uint_eq(count, 2);
@@ -50,11 +50,11 @@ START_TEST(test_unbonded_lookup)
 
 	ck_assert(!t->nics[0].bonded);
 	ck_assert_uint_eq(topo_port_by_ip(t, ipr, TOPO_RIGHT),
-	                  tfab_port(t, 1, 0, TOPO_RIGHT));
+			  tfab_port(t, 1, 0, TOPO_RIGHT));
 	/* the right port's IP does not name the left port */
 	ck_assert_uint_eq(topo_port_by_ip(t, ipr, TOPO_LEFT), TOPO_NONE);
 	ck_assert_uint_eq(topo_port_by_ip(t, ipr, TOPO_SIDE_ANY),
-	                  tfab_port(t, 1, 0, TOPO_RIGHT));
+			  tfab_port(t, 1, 0, TOPO_RIGHT));
 	topo_free(t);
 }
 END_TEST
@@ -70,7 +70,7 @@ tiny(uint32_t *l0, uint32_t *l1, uint32_t *s0)
 	*l1 = topo_add_leaf(t, "b", 0, 0, err, sizeof(err));
 	*s0 = topo_add_spine(t, "s", 0, 0, err, sizeof(err));
 	ck_assert_uint_ne(topo_add_links(t, *l0, *s0, 1, 100, err, sizeof(err)),
-	                  TOPO_NONE);
+			  TOPO_NONE);
 	return t;
 }
 
@@ -82,8 +82,8 @@ START_TEST(test_nic_ports_same_leaf)
 
 	h = topo_add_host(t, "h", err, sizeof(err));
 	ck_assert_uint_ne(
-	        topo_add_nic(t, h, "n", l0, 1, l0, 2, 100, err, sizeof(err)),
-	        TOPO_NONE);
+		topo_add_nic(t, h, "n", l0, 1, l0, 2, 100, err, sizeof(err)),
+		TOPO_NONE);
 	ck_assert_int_eq(topo_finalize(t, err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "both on leaf a"));
 	topo_free(t);
@@ -138,21 +138,21 @@ START_TEST(test_bad_arguments)
 	memset(longname, 'x', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
 	ck_assert_uint_eq(topo_add_leaf(t, "", 0, 0, err, sizeof(err)),
-	                  TOPO_NONE);
+			  TOPO_NONE);
 	ck_assert_uint_eq(topo_add_leaf(t, longname, 0, 0, err, sizeof(err)),
-	                  TOPO_NONE);
+			  TOPO_NONE);
 	ck_assert_uint_eq(topo_add_links(t, l1, s0, 0, 100, err, sizeof(err)),
-	                  TOPO_NONE);
+			  TOPO_NONE);
 	ck_assert_uint_eq(topo_add_links(t, l1, s0, 1, -1, err, sizeof(err)),
-	                  TOPO_NONE);
+			  TOPO_NONE);
 	ck_assert_uint_eq(topo_add_links(t, 99, s0, 1, 100, err, sizeof(err)),
-	                  TOPO_NONE);
+			  TOPO_NONE);
 	h = topo_add_host(t, "h", err, sizeof(err));
 	topo_add_host(t, "g", err, sizeof(err));
 	/* NICs only go to the most recent host */
 	ck_assert_uint_eq(
-	        topo_add_nic(t, h, "n", l0, 1, l1, 1, 100, err, sizeof(err)),
-	        TOPO_NONE);
+		topo_add_nic(t, h, "n", l0, 1, l1, 1, 100, err, sizeof(err)),
+		TOPO_NONE);
 	/* a host without NICs is an error */
 	ck_assert_int_eq(topo_finalize(t, err, sizeof(err)), -1);
 	topo_free(t);
@@ -177,7 +177,7 @@ START_TEST(test_pod_mismatch)
 	topo_free(t);
 	t = tfab_new(1, 1, true);
 	ck_assert_uint_eq(topo_add_leaf(t, "z", 0, 0, err, sizeof(err)),
-	                  TOPO_NONE);
+			  TOPO_NONE);
 	ck_assert_ptr_nonnull(strstr(err, "final"));
 	topo_free(t);
 }
