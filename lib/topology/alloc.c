@@ -61,7 +61,7 @@ struct alloc {
 };
 
 static void alloc_err(char *err, size_t len, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 
 static void
 alloc_err(char *err, size_t len, const char *fmt, ...)
@@ -232,7 +232,7 @@ alloc_max2(double x, double y)
  */
 static const struct catalog_rec *
 alloc_pick(const struct alloc *a, const struct catalog_entry *e, uint8_t side,
-           uint64_t w)
+	   uint64_t w)
 {
 	const struct topo *t = a->t;
 	const struct catalog_rec *best = NULL;
@@ -269,7 +269,7 @@ alloc_pick(const struct alloc *a, const struct catalog_entry *e, uint8_t side,
 		bu = t->links[p->up].bundle;
 		bd = t->links[p->down].bundle;
 		c2 = alloc_max2((double)(a->bup[bu] + w) * a->inv_bcap[bu],
-		                (double)(a->bdown[bd] + w) * a->inv_bcap[bd]);
+				(double)(a->bdown[bd] + w) * a->inv_bcap[bd]);
 		c3 = su + sd;
 		if (best == NULL || c1 < b1 ||
 		    (c1 == b1 && (c2 < b2 || (c2 == b2 && c3 < b3)))) {
@@ -289,7 +289,7 @@ alloc_pick(const struct alloc *a, const struct catalog_entry *e, uint8_t side,
  */
 static int
 alloc_side(const struct alloc *a, const struct alloc_qp_req *r,
-           uint8_t *side_out, char *err, size_t errlen)
+	   uint8_t *side_out, char *err, size_t errlen)
 {
 	const struct topo *t = a->t;
 	uint32_t sn = topo_nic_by_ip(t, r->sip), dn = topo_nic_by_ip(t, r->dip);
@@ -317,7 +317,7 @@ alloc_side(const struct alloc *a, const struct alloc_qp_req *r,
 		if (t->ports[sp].ip != r->sip || t->ports[dp].ip != r->dip)
 			continue; /* unbonded: the IP names the other side */
 		c = alloc_max2((double)a->ptx[sp] / t->ports[sp].gbps,
-		               (double)a->prx[dp] / t->ports[dp].gbps);
+			       (double)a->prx[dp] / t->ports[dp].gbps);
 		if (pick == TOPO_SIDES || c < best) {
 			pick = s;
 			best = c;
@@ -325,7 +325,7 @@ alloc_side(const struct alloc *a, const struct alloc_qp_req *r,
 	}
 	if (pick == TOPO_SIDES) {
 		alloc_err(err, errlen,
-		          "no same-side port pair for these IPs and side");
+			  "no same-side port pair for these IPs and side");
 		return -EINVAL;
 	}
 	*side_out = pick;
@@ -376,7 +376,7 @@ alloc_qp_slot(struct alloc *a)
 	if (a->nqp == a->qp_cap) {
 		uint32_t ncap = a->qp_cap == 0 ? 1024 : a->qp_cap * 2;
 		struct alloc_qp *nq =
-		        realloc(a->qp, (size_t)ncap * sizeof(*nq));
+			realloc(a->qp, (size_t)ncap * sizeof(*nq));
 
 		if (nq == NULL)
 			return TOPO_NONE;
@@ -394,7 +394,7 @@ alloc_rq_slot(struct alloc *a)
 	if (a->nrq == a->rq_cap) {
 		uint32_t ncap = a->rq_cap == 0 ? 256 : a->rq_cap * 2;
 		struct alloc_req *nr =
-		        realloc(a->rq, (size_t)ncap * sizeof(*nr));
+			realloc(a->rq, (size_t)ncap * sizeof(*nr));
 
 		if (nr == NULL)
 			return TOPO_NONE;
@@ -418,7 +418,8 @@ alloc_qp_put(struct alloc *a, uint32_t s)
 static void
 alloc_res(const struct alloc_qp *q, struct alloc_qp_res *out)
 {
-	memset(out, 0, sizeof(*out)); /* padding too: answers compare bytewise */
+	memset(out, 0,
+	       sizeof(*out)); /* padding too: answers compare bytewise */
 	out->qp_id = q->id;
 	out->sport = q->sport;
 	out->side = q->side;
@@ -480,8 +481,8 @@ alloc_reserve_free(struct alloc *a, size_t nqps, size_t nreqs)
 
 int
 alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
-              uint32_t lease_s, const struct alloc_qp_req *qps, size_t n,
-              struct alloc_qp_res *out, char *err, size_t errlen)
+	      uint32_t lease_s, const struct alloc_qp_req *qps, size_t n,
+	      struct alloc_qp_res *out, char *err, size_t errlen)
 {
 	struct alloc_req *r;
 	uint32_t s, i, done = 0;
@@ -503,9 +504,9 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 		r = &a->rq[s];
 		if (r->job != job || r->nqp != n) {
 			alloc_err(
-			        err, errlen,
-			        "request id %s in use by job %llu with %u QPs",
-			        req_id, (unsigned long long)r->job, r->nqp);
+				err, errlen,
+				"request id %s in use by job %llu with %u QPs",
+				req_id, (unsigned long long)r->job, r->nqp);
 			return -EEXIST;
 		}
 		r->expires = now + lease_s;
@@ -516,7 +517,7 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 	for (i = 0; i < n; i++) {
 		if (qps[i].weight > ALLOC_MAX_WEIGHT) {
 			alloc_err(err, errlen, "QP %u: weight over %u", i,
-			          ALLOC_MAX_WEIGHT);
+				  ALLOC_MAX_WEIGHT);
 			return -EINVAL;
 		}
 	}
@@ -591,7 +592,7 @@ nomem:
 
 int
 alloc_lookup(const struct alloc *a, const char *req_id,
-             struct alloc_qp_res *out, size_t n)
+	     struct alloc_qp_res *out, size_t n)
 {
 	uint32_t s = alloc_rq_find(a, req_id), i;
 
@@ -661,8 +662,8 @@ struct alloc_changes {
 
 static int
 alloc_change_push(const struct alloc *a, struct alloc_changes *c,
-                  const struct alloc_qp *q, const struct path *old_path,
-                  uint16_t old_sport, uint8_t kind)
+		  const struct alloc_qp *q, const struct path *old_path,
+		  uint16_t old_sport, uint8_t kind)
 {
 	struct alloc_change *ch;
 
@@ -725,10 +726,11 @@ alloc_selected(const struct alloc_qp *q, enum alloc_sel sel, uint32_t id)
  */
 static int
 alloc_move(struct alloc *a, enum alloc_sel sel, uint32_t id,
-           struct alloc_change **changes, size_t *nchanges)
+	   struct alloc_change **changes, size_t *nchanges)
 {
 	struct alloc_changes ch = {0};
 	uint32_t *sel_v = NULL, n = 0, i;
+	bool push_failed = false;
 	int rc = -ENOMEM;
 
 	*changes = NULL;
@@ -774,8 +776,102 @@ alloc_move(struct alloc *a, enum alloc_sel sel, uint32_t id,
 		if (kind == ALLOC_MOVED && !was_stranded &&
 		    q->sport == old_sport && path_equal(&q->path, &old))
 			continue;
+		/* keep placing the rest even when the report runs out of
+		 * memory: the loads must stay consistent */
 		if (alloc_change_push(a, &ch, q, &old, old_sport, kind) < 0)
-			goto out;
+			push_failed = true;
+	}
+	if (!push_failed) {
+		*changes = ch.v;
+		*nchanges = ch.n;
+		ch.v = NULL;
+		rc = 0;
+	}
+	free(ch.v);
+	free(sel_v);
+	return rc;
+}
+
+/* The worst normalized cable load of path p if weight w were added. */
+static double
+alloc_worst(const struct alloc *a, const struct path *p, uint64_t w)
+{
+	if (p->up == TOPO_NONE)
+		return 0;
+	return alloc_max2((double)(a->lup[p->up] + w) * a->inv_link[p->up],
+			  (double)(a->ldown[p->down] + w) *
+				  a->inv_link[p->down]);
+}
+
+int
+alloc_rebalance(struct alloc *a, size_t max_moves,
+		struct alloc_change **changes, size_t *nchanges)
+{
+	struct alloc_changes ch = {0};
+	uint32_t *sel_v = NULL, *pos = NULL, n = 0, i, pass;
+	size_t moves = 0;
+	int rc = -ENOMEM;
+
+	*changes = NULL;
+	*nchanges = 0;
+	sel_v = malloc(((size_t)a->nqp + 1) * sizeof(*sel_v));
+	pos = malloc(((size_t)a->nqp + 1) * sizeof(*pos));
+	if (sel_v == NULL || pos == NULL)
+		goto out;
+	for (i = 0; i < a->nqp; i++) {
+		pos[i] = TOPO_NONE;
+		if (a->qp[i].live && !a->qp[i].stranded &&
+		    a->qp[i].path.up != TOPO_NONE)
+			sel_v[n++] = i;
+	}
+	alloc_sort_ctx = a;
+	qsort(sel_v, n, sizeof(*sel_v), alloc_cmp_id);
+	alloc_sort_ctx = NULL;
+	for (pass = 0; pass < ALLOC_REBALANCE_PASSES; pass++) {
+		size_t before = moves;
+
+		for (i = 0; i < n && moves < max_moves; i++) {
+			struct alloc_qp *q = &a->qp[sel_v[i]];
+			struct path old = q->path;
+			uint16_t old_sport = q->sport;
+			uint64_t w = alloc_w(&q->rq);
+			double cur;
+
+			alloc_load(a, q, -1);
+			cur = alloc_worst(a, &old, w);
+			if (alloc_place(a, q, NULL, 0) < 0) {
+				q->path =
+					old; /* cannot happen: old is healthy */
+				q->sport = old_sport;
+				alloc_load(a, q, 1);
+				continue;
+			}
+			if (path_equal(&q->path, &old))
+				continue;
+			/* move only on a strict gain, else put it back */
+			alloc_load(a, q, -1);
+			if (!(alloc_worst(a, &q->path, w) < cur)) {
+				q->path = old;
+				q->sport = old_sport;
+				alloc_load(a, q, 1);
+				continue;
+			}
+			alloc_load(a, q, 1);
+			moves++;
+			if (pos[sel_v[i]] != TOPO_NONE) {
+				struct alloc_change *c = &ch.v[pos[sel_v[i]]];
+
+				c->new_sport = q->sport;
+				c->new_path = q->path;
+				continue;
+			}
+			pos[sel_v[i]] = (uint32_t)ch.n;
+			if (alloc_change_push(a, &ch, q, &old, old_sport,
+					      ALLOC_MOVED) < 0)
+				goto out;
+		}
+		if (moves == before)
+			break;
 	}
 	*changes = ch.v;
 	*nchanges = ch.n;
@@ -784,12 +880,13 @@ alloc_move(struct alloc *a, enum alloc_sel sel, uint32_t id,
 out:
 	free(ch.v);
 	free(sel_v);
+	free(pos);
 	return rc;
 }
 
 int
 alloc_link_set(struct alloc *a, uint32_t link, bool up,
-               struct alloc_change **changes, size_t *nchanges)
+	       struct alloc_change **changes, size_t *nchanges)
 {
 	*changes = NULL;
 	*nchanges = 0;
@@ -803,7 +900,7 @@ alloc_link_set(struct alloc *a, uint32_t link, bool up,
 
 int
 alloc_port_set(struct alloc *a, uint32_t port, bool up,
-               struct alloc_change **changes, size_t *nchanges)
+	       struct alloc_change **changes, size_t *nchanges)
 {
 	*changes = NULL;
 	*nchanges = 0;
@@ -861,7 +958,7 @@ alloc_cmp_rec(const void *x, const void *y)
 /* Checks that a record's path fits its IPs, side and the topology. */
 static int
 alloc_rec_ok(const struct alloc *a, const struct alloc_record *r, char *err,
-             size_t errlen)
+	     size_t errlen)
 {
 	const struct topo *t = a->t;
 	const struct path *p = &r->path;
@@ -874,7 +971,7 @@ alloc_rec_ok(const struct alloc *a, const struct alloc_record *r, char *err,
 	    t->ports[p->dst_port].side != r->side ||
 	    r->req.weight > ALLOC_MAX_WEIGHT) {
 		alloc_err(err, errlen, "record %s/%u: ports do not fit",
-		          r->req_id, r->index);
+			  r->req_id, r->index);
 		return -EINVAL;
 	}
 	if (p->up == TOPO_NONE && p->down == TOPO_NONE &&
@@ -885,7 +982,7 @@ alloc_rec_ok(const struct alloc *a, const struct alloc_record *r, char *err,
 	    t->links[p->down].leaf != t->ports[p->dst_port].leaf ||
 	    t->links[p->up].spine != t->links[p->down].spine) {
 		alloc_err(err, errlen, "record %s/%u: cables do not fit",
-		          r->req_id, r->index);
+			  r->req_id, r->index);
 		return -EINVAL;
 	}
 	return 0;
@@ -893,7 +990,7 @@ alloc_rec_ok(const struct alloc *a, const struct alloc_record *r, char *err,
 
 int
 alloc_restore(struct alloc *a, const struct alloc_record *recs, size_t n,
-              char *err, size_t errlen)
+	      char *err, size_t errlen)
 {
 	uint32_t *ord = NULL, i, j, ngroups = 0, *gstart = NULL;
 	uint32_t done_groups = 0;
@@ -937,14 +1034,14 @@ alloc_restore(struct alloc *a, const struct alloc_record *recs, size_t n,
 			if (r->index != j - i || r->nqp != f->nqp ||
 			    r->job != f->job || r->expires != f->expires) {
 				alloc_err(err, errlen,
-				          "request %s: records inconsistent",
-				          f->req_id);
+					  "request %s: records inconsistent",
+					  f->req_id);
 				goto out;
 			}
 		}
 		if (j - i != f->nqp) {
 			alloc_err(err, errlen, "request %s: %u of %u QPs",
-			          f->req_id, j - i, f->nqp);
+				  f->req_id, j - i, f->nqp);
 			goto out;
 		}
 		if (alloc_rq_find(a, f->req_id) != HMAP_EMPTY) {
@@ -1016,7 +1113,7 @@ alloc_restore(struct alloc *a, const struct alloc_record *recs, size_t n,
 		r->nqp = g1 - g0;
 		r->live = true;
 		if (hmap_insert(&a->rq_idx, hmap_str(r->id), s, alloc_rq_rehash,
-		                a) < 0) {
+				a) < 0) {
 			for (i = 0; i < r->nqp; i++) {
 				struct alloc_qp *q = &a->qp[r->qps[i]];
 
@@ -1052,7 +1149,7 @@ out:
 
 int
 alloc_link_load(const struct alloc *a, uint32_t link, uint64_t *up,
-                uint64_t *down)
+		uint64_t *down)
 {
 	if (link >= a->t->nlinks)
 		return -1;

@@ -36,7 +36,7 @@
 struct alloc_qp_req {
 	uint32_t sip;
 	uint32_t dip;
-	uint8_t side;    /* TOPO_LEFT, TOPO_RIGHT or TOPO_SIDE_ANY */
+	uint8_t side;	 /* TOPO_LEFT, TOPO_RIGHT or TOPO_SIDE_ANY */
 	uint32_t weight; /* demand; 0 counts as 1 */
 };
 
@@ -70,8 +70,8 @@ struct alloc_record {
 	char req_id[ALLOC_REQID_MAX];
 	uint64_t job;
 	uint64_t expires; /* lease end, caller's clock (seconds) */
-	uint32_t index;   /* position within the request */
-	uint32_t nqp;     /* QPs in the request */
+	uint32_t index;	  /* position within the request */
+	uint32_t nqp;	  /* QPs in the request */
 	uint64_t qp_id;
 	struct alloc_qp_req req;
 	uint16_t sport;
@@ -85,7 +85,7 @@ struct alloc_stats {
 	size_t requests;
 	size_t stranded;
 	uint64_t max_link_load; /* max weight sum over cable directions */
-	double mean_link_load;  /* over healthy cable directions */
+	double mean_link_load;	/* over healthy cable directions */
 };
 
 struct alloc;
@@ -103,19 +103,19 @@ void alloc_free(struct alloc *a);
  * its lease and returns the current answer.
  */
 int alloc_request(struct alloc *a, const char *req_id, uint64_t job,
-                  uint64_t now, uint32_t lease_s,
-                  const struct alloc_qp_req *qps, size_t n,
-                  struct alloc_qp_res *out, char *err, size_t errlen);
+		  uint64_t now, uint32_t lease_s,
+		  const struct alloc_qp_req *qps, size_t n,
+		  struct alloc_qp_res *out, char *err, size_t errlen);
 /* Copies the current answer of a request (n must match); 0 or -ENOENT. */
 int alloc_lookup(const struct alloc *a, const char *req_id,
-                 struct alloc_qp_res *out, size_t n);
+		 struct alloc_qp_res *out, size_t n);
 
 /* Releases; return the number of QPs freed (0 when nothing matched). */
 size_t alloc_release(struct alloc *a, const char *req_id);
 size_t alloc_release_job(struct alloc *a, uint64_t job);
 /* Renews every request of job to now + lease_s; returns requests renewed. */
 size_t alloc_renew_job(struct alloc *a, uint64_t job, uint64_t now,
-                       uint32_t lease_s);
+		       uint32_t lease_s);
 /* Releases every request whose lease ended (expires <= now). */
 size_t alloc_expire(struct alloc *a, uint64_t now);
 
@@ -126,9 +126,20 @@ size_t alloc_expire(struct alloc *a, uint64_t now);
  * and *nchanges describe what moved. Returns 0, -EINVAL or -ENOMEM.
  */
 int alloc_link_set(struct alloc *a, uint32_t link, bool up,
-                   struct alloc_change **changes, size_t *nchanges);
+		   struct alloc_change **changes, size_t *nchanges);
 int alloc_port_set(struct alloc *a, uint32_t port, bool up,
-                   struct alloc_change **changes, size_t *nchanges);
+		   struct alloc_change **changes, size_t *nchanges);
+
+/*
+ * Dynamic load balancing: moves QPs (in QP id order, up to
+ * ALLOC_REBALANCE_PASSES passes, at most max_moves moves) to the path the
+ * allocator would pick now, when that strictly lowers the QP's worst cable
+ * load. Use after a cable comes back, or when the CCL reports slow paths.
+ * Each QP appears at most once in *changes (first old port, last new
+ * port). Returns 0 or -ENOMEM.
+ */
+int alloc_rebalance(struct alloc *a, size_t max_moves,
+		    struct alloc_change **changes, size_t *nchanges);
 
 /*
  * Iteration for persistence: *cursor starts at 0; returns 1 and fills rec
@@ -145,11 +156,11 @@ int alloc_next(const struct alloc *a, size_t *cursor, struct alloc_record *rec);
  * with nothing restored.
  */
 int alloc_restore(struct alloc *a, const struct alloc_record *recs, size_t n,
-                  char *err, size_t errlen);
+		  char *err, size_t errlen);
 
 /* Load (weight sum) of a cable in each direction; -1 on a bad id. */
 int alloc_link_load(const struct alloc *a, uint32_t link, uint64_t *up,
-                    uint64_t *down);
+		    uint64_t *down);
 void alloc_stats(const struct alloc *a, struct alloc_stats *st);
 
 #endif /* C4_ALLOC_H */

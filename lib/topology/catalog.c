@@ -20,7 +20,7 @@ struct catalog {
 };
 
 static void catalog_err(char *err, size_t len, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 
 static void
 catalog_err(char *err, size_t len, const char *fmt, ...)
@@ -38,7 +38,7 @@ static uint64_t
 catalog_key_hash(const struct catalog_key *k)
 {
 	return hmap_mix(((uint64_t)k->sip << 32 | k->dip) ^
-	                hmap_mix(k->side + 1));
+			hmap_mix(k->side + 1));
 }
 
 struct catalog_probe {
@@ -113,7 +113,7 @@ catalog_find(const struct catalog *c, const struct catalog_key *key)
  */
 static struct catalog_entry *
 catalog_slot(struct catalog *c, const struct catalog_key *key, char *err,
-             size_t errlen)
+	     size_t errlen)
 {
 	struct catalog_probe p = {c, key};
 	struct catalog_entry *e;
@@ -153,7 +153,7 @@ catalog_slot(struct catalog *c, const struct catalog_key *key, char *err,
 	e->key = *key;
 	e->src_port = sp;
 	if (hmap_insert(&c->idx, catalog_key_hash(key), (uint32_t)c->nent,
-	                catalog_rehash, c) < 0) {
+			catalog_rehash, c) < 0) {
 		catalog_err(err, errlen, "out of memory");
 		return NULL;
 	}
@@ -187,7 +187,7 @@ catalog_push(struct catalog_entry *e, const struct catalog_rec *r)
  */
 static int
 catalog_fill(struct catalog *c, struct catalog_entry *e, char *err,
-             size_t errlen)
+	     size_t errlen)
 {
 	struct hash_ctx hc;
 	uint8_t *seen = NULL;
@@ -195,7 +195,7 @@ catalog_fill(struct catalog *c, struct catalog_entry *e, char *err,
 	int rc = -1;
 
 	if (hash_ctx_init(&hc, c->t, &c->model, e->src_port, e->key.dip, err,
-	                  errlen) < 0)
+			  errlen) < 0)
 		return -1;
 	seen = calloc((size_t)hc.nup * hc.ndown + 1, 1);
 	if (seen == NULL) {
@@ -228,7 +228,7 @@ out:
 
 const struct catalog_entry *
 catalog_get(struct catalog *c, const struct catalog_key *key, char *err,
-            size_t errlen)
+	    size_t errlen)
 {
 	const struct catalog_entry *f;
 	struct catalog_entry *e;
@@ -252,7 +252,7 @@ catalog_get(struct catalog *c, const struct catalog_key *key, char *err,
 /* Checks that r fits the entry's ports and the topology; 0 or -1. */
 static int
 catalog_rec_ok(const struct catalog *c, const struct catalog_entry *e,
-               const struct catalog_rec *r, char *err, size_t errlen)
+	       const struct catalog_rec *r, char *err, size_t errlen)
 {
 	const struct topo *t = c->t;
 	const struct path *p = &r->path;
@@ -260,7 +260,7 @@ catalog_rec_ok(const struct catalog *c, const struct catalog_entry *e,
 	if (p->src_port != e->src_port || p->dst_port >= t->nports ||
 	    t->ports[p->dst_port].ip != e->key.dip) {
 		catalog_err(err, errlen, "sport %u: path ports do not match",
-		            r->sport);
+			    r->sport);
 		return -1;
 	}
 	if ((p->up == TOPO_NONE) != (p->down == TOPO_NONE)) {
@@ -270,8 +270,8 @@ catalog_rec_ok(const struct catalog *c, const struct catalog_entry *e,
 	if (p->up == TOPO_NONE) {
 		if (t->ports[p->src_port].leaf != t->ports[p->dst_port].leaf) {
 			catalog_err(err, errlen,
-			            "sport %u: direct path across leaves",
-			            r->sport);
+				    "sport %u: direct path across leaves",
+				    r->sport);
 			return -1;
 		}
 		return 0;
@@ -281,7 +281,7 @@ catalog_rec_ok(const struct catalog *c, const struct catalog_entry *e,
 	    t->links[p->down].leaf != t->ports[p->dst_port].leaf ||
 	    t->links[p->up].spine != t->links[p->down].spine) {
 		catalog_err(err, errlen, "sport %u: cables do not form a path",
-		            r->sport);
+			    r->sport);
 		return -1;
 	}
 	return 0;
@@ -289,7 +289,7 @@ catalog_rec_ok(const struct catalog *c, const struct catalog_entry *e,
 
 int
 catalog_add(struct catalog *c, const struct catalog_key *key,
-            const struct catalog_rec *recs, size_t n, char *err, size_t errlen)
+	    const struct catalog_rec *recs, size_t n, char *err, size_t errlen)
 {
 	struct catalog_entry *e;
 	size_t i;
@@ -327,7 +327,7 @@ catalog_add(struct catalog *c, const struct catalog_key *key,
 /* Resolves one hop cable: given or the single cable of leaf-spine. */
 static uint32_t
 catalog_cable(const struct topo *t, uint32_t given, uint32_t leaf,
-              uint32_t spine)
+	      uint32_t spine)
 {
 	uint32_t first, count;
 
@@ -339,7 +339,7 @@ catalog_cable(const struct topo *t, uint32_t given, uint32_t leaf,
 
 int
 catalog_add_probe(struct catalog *c, const struct probe_result *r, char *err,
-                  size_t errlen)
+		  size_t errlen)
 {
 	const struct topo *t = c->t;
 	struct catalog_key k = {r->src_ip, r->dst_ip, r->side};
@@ -364,9 +364,9 @@ catalog_add_probe(struct catalog *c, const struct probe_result *r, char *err,
 	if (r->src_leaf != t->ports[sp].leaf ||
 	    r->dst_leaf != t->ports[rec.path.dst_port].leaf) {
 		catalog_err(err, errlen,
-		            "probe sport %u: leaves do not match "
-		            "the ports' cabling",
-		            r->sport);
+			    "probe sport %u: leaves do not match "
+			    "the ports' cabling",
+			    r->sport);
 		return -1;
 	}
 	if (r->spine == TOPO_NONE) {
@@ -377,14 +377,14 @@ catalog_add_probe(struct catalog *c, const struct probe_result *r, char *err,
 			return -1;
 		}
 		rec.path.up =
-		        catalog_cable(t, r->up_link, r->src_leaf, r->spine);
+			catalog_cable(t, r->up_link, r->src_leaf, r->spine);
 		rec.path.down =
-		        catalog_cable(t, r->down_link, r->dst_leaf, r->spine);
+			catalog_cable(t, r->down_link, r->dst_leaf, r->spine);
 		if (rec.path.up == TOPO_NONE || rec.path.down == TOPO_NONE) {
 			catalog_err(err, errlen,
-			            "probe sport %u: parallel cables, cable "
-			            "not reported",
-			            r->sport);
+				    "probe sport %u: parallel cables, cable "
+				    "not reported",
+				    r->sport);
 			return -1;
 		}
 	}
@@ -438,7 +438,7 @@ catalog_entry_at(const struct catalog *c, size_t i)
 /* Picks, by seed, one healthy port of side on leaf from the bucket. */
 static uint32_t
 catalog_pick_port(const struct topo *t, const uint32_t *bucket, uint32_t n,
-                  uint64_t seed)
+		  uint64_t seed)
 {
 	uint32_t i, healthy = 0, k;
 
@@ -455,8 +455,8 @@ catalog_pick_port(const struct topo *t, const uint32_t *bucket, uint32_t n,
 
 int
 catalog_probe_tasks(const struct topo *t, uint64_t seed, uint16_t count,
-                    struct probe_task **tasks, size_t *ntasks, char *err,
-                    size_t errlen)
+		    struct probe_task **tasks, size_t *ntasks, char *err,
+		    size_t errlen)
 {
 	uint32_t *first = NULL, *bucket = NULL, *fill = NULL;
 	uint32_t nb = t->nleaves * TOPO_SIDES, i, a, b, s;
@@ -493,12 +493,12 @@ catalog_probe_tasks(const struct topo *t, uint64_t seed, uint16_t count,
 				uint32_t src, dst;
 
 				src = catalog_pick_port(
-				        t, bucket + first[ka],
-				        first[ka + 1] - first[ka], seed ^ ka);
+					t, bucket + first[ka],
+					first[ka + 1] - first[ka], seed ^ ka);
 				dst = catalog_pick_port(
-				        t, bucket + first[kb],
-				        first[kb + 1] - first[kb],
-				        seed ^ ((uint64_t)kb << 20));
+					t, bucket + first[kb],
+					first[kb + 1] - first[kb],
+					seed ^ ((uint64_t)kb << 20));
 				if (src == TOPO_NONE || dst == TOPO_NONE)
 					continue;
 				out[n].src_ip = t->ports[src].ip;

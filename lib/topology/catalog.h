@@ -35,7 +35,7 @@ struct catalog_rec {
 	struct path path;
 	uint16_t sport;
 	uint16_t loss_permille;
-	uint8_t origin;   /* enum catalog_origin */
+	uint8_t origin;	  /* enum catalog_origin */
 	uint8_t dst_side; /* side of path.dst_port (set by the catalog) */
 };
 
@@ -64,7 +64,7 @@ struct probe_task {
 struct probe_result {
 	uint32_t src_ip;
 	uint32_t dst_ip;
-	uint8_t side;     /* source port side */
+	uint8_t side;	  /* source port side */
 	uint8_t dst_side; /* port the probe arrived on */
 	uint16_t sport;
 	uint8_t hops; /* switches seen: 1 direct, 3 through a spine */
@@ -80,7 +80,7 @@ struct catalog;
 
 /* model NULL: probe results only. The topology must be final. */
 struct catalog *catalog_new(const struct topo *t,
-                            const struct hash_model *model);
+			    const struct hash_model *model);
 void catalog_free(struct catalog *c);
 
 /*
@@ -90,11 +90,11 @@ void catalog_free(struct catalog *c);
  * The pointer stays valid until the next call that adds to the catalog.
  */
 const struct catalog_entry *catalog_get(struct catalog *c,
-                                        const struct catalog_key *key,
-                                        char *err, size_t errlen);
+					const struct catalog_key *key,
+					char *err, size_t errlen);
 /* Looks the entry up without filling; NULL when absent. */
 const struct catalog_entry *catalog_find(const struct catalog *c,
-                                         const struct catalog_key *key);
+					 const struct catalog_key *key);
 
 /*
  * Adds records (restore from storage, or any external source). A record
@@ -103,11 +103,11 @@ const struct catalog_entry *catalog_find(const struct catalog *c,
  * against the topology. Returns 0 or -1 with a message (nothing added).
  */
 int catalog_add(struct catalog *c, const struct catalog_key *key,
-                const struct catalog_rec *recs, size_t n, char *err,
-                size_t errlen);
+		const struct catalog_rec *recs, size_t n, char *err,
+		size_t errlen);
 /* Resolves and records one probe result; 0 or -1 with a message. */
 int catalog_add_probe(struct catalog *c, const struct probe_result *r,
-                      char *err, size_t errlen);
+		      char *err, size_t errlen);
 /* Drops an entry (e.g. before re-probing); 0, or -1 when absent. */
 int catalog_drop(struct catalog *c, const struct catalog_key *key);
 
@@ -128,7 +128,7 @@ const struct catalog_entry *catalog_entry_at(const struct catalog *c, size_t i);
  * second leaf over count source ports. *tasks is malloc'ed. 0 or -1.
  */
 int catalog_probe_tasks(const struct topo *t, uint64_t seed, uint16_t count,
-                        struct probe_task **tasks, size_t *ntasks, char *err,
-                        size_t errlen);
+			struct probe_task **tasks, size_t *ntasks, char *err,
+			size_t errlen);
 
 #endif /* C4_CATALOG_H */

@@ -9,7 +9,7 @@
 #include "fsim.h"
 
 static void fsim_err(char *err, size_t len, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 
 static void
 fsim_err(char *err, size_t len, const char *fmt, ...)
@@ -76,7 +76,7 @@ fsim_flow_path(const struct topo *t, const struct path *p, struct fsim_flow *f)
 
 void
 fsim_flow_pooled(const struct topo *t, uint32_t src_port, uint32_t dst_port,
-                 struct fsim_flow *f)
+		 struct fsim_flow *f)
 {
 	uint32_t base = 2 * t->nports + 2 * t->nlinks;
 	uint32_t sl = t->ports[src_port].leaf, dl = t->ports[dst_port].leaf;
@@ -100,7 +100,7 @@ fsim_flow_pooled(const struct topo *t, uint32_t src_port, uint32_t dst_port,
 
 int
 fsim_solve(const double *cap, uint32_t nres, struct fsim_flow *f, size_t n,
-           char *err, size_t errlen)
+	   char *err, size_t errlen)
 {
 	uint32_t *cnt = NULL, *first = NULL, *adj = NULL;
 	double *rem = NULL, level = 0;
@@ -117,7 +117,7 @@ fsim_solve(const double *cap, uint32_t nres, struct fsim_flow *f, size_t n,
 		for (k = 0; k < f[i].nres; k++) {
 			if (f[i].res[k] >= nres) {
 				fsim_err(err, errlen, "flow %zu: bad resource",
-				         i);
+					 i);
 				return -1;
 			}
 		}
@@ -215,7 +215,7 @@ out:
 
 int
 fsim_busbw(const struct fsim_flow *f, size_t n, const uint32_t *conn,
-           uint32_t nconn, const uint32_t *job, uint32_t njobs, double *busbw)
+	   uint32_t nconn, const uint32_t *job, uint32_t njobs, double *busbw)
 {
 	double *rate;
 	bool *seen;
@@ -275,7 +275,7 @@ fsim_max_mean(const uint32_t *v, const bool *use, size_t n)
 
 void
 fsim_link_balance(const struct topo *t, const struct path *p, size_t n,
-                  double *global, double *per_leaf)
+		  double *global, double *per_leaf)
 {
 	uint32_t *cnt, *lv, l, i, dir;
 	bool *use, *lu;

@@ -33,11 +33,11 @@ uint32_t fsim_res_count(const struct topo *t);
 void fsim_res_caps(const struct topo *t, double *cap);
 /* A flow along path p: source tx, cable up, cable down, destination rx. */
 void fsim_flow_path(const struct topo *t, const struct path *p,
-                    struct fsim_flow *f);
+		    struct fsim_flow *f);
 /* A flow for the ideal model: source tx, the source leaf's uplink pool,
  * the destination leaf's downlink pool, destination rx. */
 void fsim_flow_pooled(const struct topo *t, uint32_t src_port,
-                      uint32_t dst_port, struct fsim_flow *f);
+		      uint32_t dst_port, struct fsim_flow *f);
 
 /*
  * Max-min fair rates of n flows over nres resources of capacity cap[].
@@ -45,7 +45,7 @@ void fsim_flow_pooled(const struct topo *t, uint32_t src_port,
  * with a message (bad resource id, out of memory).
  */
 int fsim_solve(const double *cap, uint32_t nres, struct fsim_flow *f, size_t n,
-               char *err, size_t errlen);
+	       char *err, size_t errlen);
 
 /*
  * Ring all-reduce bus bandwidth per job. conn[i] is the connection (ring
@@ -57,8 +57,8 @@ int fsim_solve(const double *cap, uint32_t nres, struct fsim_flow *f, size_t n,
  * (0 for a job without connections). Returns 0 or -1 (bad ids, no memory).
  */
 int fsim_busbw(const struct fsim_flow *f, size_t n, const uint32_t *conn,
-               uint32_t nconn, const uint32_t *job, uint32_t njobs,
-               double *busbw);
+	       uint32_t nconn, const uint32_t *job, uint32_t njobs,
+	       double *busbw);
 
 /*
  * Balance of the QP count per cable direction for n paths: *global is
@@ -67,6 +67,6 @@ int fsim_busbw(const struct fsim_flow *f, size_t n, const uint32_t *conn,
  * its healthy downlinks). 1.0 is perfect; 0 when nothing crosses a spine.
  */
 void fsim_link_balance(const struct topo *t, const struct path *p, size_t n,
-                       double *global, double *per_leaf);
+		       double *global, double *per_leaf);
 
 #endif /* C4_FSIM_H */

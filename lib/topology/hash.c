@@ -13,7 +13,7 @@ uint64_t
 hash_switch_seed(const struct hash_model *m, unsigned kind, uint32_t id)
 {
 	return hmap_mix(m->seed ^ hmap_mix(((uint64_t)kind << 32 | id) +
-	                                   0x9e3779b97f4a7c15ULL));
+					   0x9e3779b97f4a7c15ULL));
 }
 
 uint64_t
@@ -21,13 +21,13 @@ hash_flow(uint64_t sw_seed, const struct hash_flow *f)
 {
 	uint64_t a = (uint64_t)f->sip << 32 | f->dip;
 	uint64_t b =
-	        (uint64_t)f->proto << 32 | (uint64_t)f->sport << 16 | f->dport;
+		(uint64_t)f->proto << 32 | (uint64_t)f->sport << 16 | f->dport;
 
 	return hmap_mix(sw_seed ^ hmap_mix(a ^ hmap_mix(b + sw_seed)));
 }
 
 static void hash_err(char *err, size_t len, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 
 static void
 hash_err(char *err, size_t len, const char *fmt, ...)
@@ -54,8 +54,8 @@ hash_ctx_free(struct hash_ctx *c)
 
 int
 hash_ctx_init(struct hash_ctx *c, const struct topo *t,
-              const struct hash_model *m, uint32_t src_port, uint32_t dst_ip,
-              char *err, size_t errlen)
+	      const struct hash_model *m, uint32_t src_port, uint32_t dst_ip,
+	      char *err, size_t errlen)
 {
 	const struct topo_leaf *sl;
 	uint32_t dports[TOPO_SIDES], ndp = 0, i, j, k, sleaf;
@@ -89,10 +89,10 @@ hash_ctx_init(struct hash_ctx *c, const struct topo *t,
 	c->up_grp = malloc(((size_t)sl->link_count + 1) * sizeof(uint32_t));
 	c->grp = malloc(((size_t)sl->link_count + 1) * sizeof(*c->grp));
 	c->down = malloc(((size_t)sl->link_count * TOPO_MAX_LINK_MULT * 2 + 1) *
-	                 sizeof(uint32_t));
+			 sizeof(uint32_t));
 	c->down_port =
-	        malloc(((size_t)sl->link_count * TOPO_MAX_LINK_MULT * 2 + 1) *
-	               sizeof(uint32_t));
+		malloc(((size_t)sl->link_count * TOPO_MAX_LINK_MULT * 2 + 1) *
+		       sizeof(uint32_t));
 	if (c->up == NULL || c->up_grp == NULL || c->grp == NULL ||
 	    c->down == NULL || c->down_port == NULL) {
 		hash_err(err, errlen, "out of memory");
@@ -105,7 +105,7 @@ hash_ctx_init(struct hash_ctx *c, const struct topo *t,
 	 */
 	for (i = 0; i < sl->link_count;) {
 		uint32_t spine =
-		        t->links[t->leaf_links[sl->link_first + i]].spine;
+			t->links[t->leaf_links[sl->link_first + i]].spine;
 		uint32_t nb = 0, first = c->ndown;
 
 		for (k = 0; k < ndp; k++) {
@@ -132,7 +132,7 @@ hash_ctx_init(struct hash_ctx *c, const struct topo *t,
 		c->grp[c->ngrp].count = c->ndown - first;
 		for (j = 0; j < nb; j++) {
 			c->up[c->nup] =
-			        t->leaf_links[sl->link_first + i - nb + j];
+				t->leaf_links[sl->link_first + i - nb + j];
 			c->up_grp[c->nup] = c->ngrp;
 			c->nup++;
 			c->npaths += c->ndown - first;
@@ -182,7 +182,7 @@ hash_up_ok(const struct hash_ctx *c, uint32_t i)
  */
 static uint32_t
 hash_pick(const struct hash_ctx *c, uint64_t h, uint32_t base, uint32_t n,
-          bool use_health, bool (*ok)(const struct hash_ctx *, uint32_t))
+	  bool use_health, bool (*ok)(const struct hash_ctx *, uint32_t))
 {
 	uint32_t k = (uint32_t)(h % n), i, healthy = 0;
 
@@ -204,7 +204,7 @@ hash_pick(const struct hash_ctx *c, uint64_t h, uint32_t base, uint32_t n,
 
 int
 hash_ctx_route(const struct hash_ctx *c, uint16_t sport, bool use_health,
-               struct path *out)
+	       struct path *out)
 {
 	uint32_t ix;
 
@@ -213,10 +213,10 @@ hash_ctx_route(const struct hash_ctx *c, uint16_t sport, bool use_health,
 
 int
 hash_ctx_route_ix(const struct hash_ctx *c, uint16_t sport, bool use_health,
-                  struct path *out, uint32_t *index)
+		  struct path *out, uint32_t *index)
 {
 	struct hash_flow f = {c->sip, c->dip, sport, HASH_ROCE_DPORT,
-	                      HASH_PROTO_UDP};
+			      HASH_PROTO_UDP};
 	const struct hash_spine_grp *g;
 	uint32_t u, d;
 
@@ -233,12 +233,12 @@ hash_ctx_route_ix(const struct hash_ctx *c, uint16_t sport, bool use_health,
 	if (c->nup == 0)
 		return -1;
 	u = hash_pick(c, hash_flow(c->leaf_seed, &f), 0, c->nup, use_health,
-	              hash_up_ok);
+		      hash_up_ok);
 	if (u == TOPO_NONE)
 		return -1;
 	g = &c->grp[c->up_grp[u]];
 	d = hash_pick(c, hash_flow(g->seed, &f), g->first, g->count, use_health,
-	              hash_down_ok);
+		      hash_down_ok);
 	if (d == TOPO_NONE)
 		return -1;
 	out->up = c->up[u];
@@ -250,8 +250,8 @@ hash_ctx_route_ix(const struct hash_ctx *c, uint16_t sport, bool use_health,
 
 int
 hash_route(const struct topo *t, const struct hash_model *m, uint32_t src_port,
-           uint32_t dst_ip, uint16_t sport, bool use_health, struct path *out,
-           char *err, size_t errlen)
+	   uint32_t dst_ip, uint16_t sport, bool use_health, struct path *out,
+	   char *err, size_t errlen)
 {
 	struct hash_ctx c;
 	int rc;

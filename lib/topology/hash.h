@@ -37,7 +37,7 @@ struct hash_flow {
 
 /* Seed of one switch: kind 0 = leaf, 1 = spine. */
 uint64_t hash_switch_seed(const struct hash_model *m, unsigned kind,
-                          uint32_t id);
+			  uint32_t id);
 /* The hash of a 5-tuple at a switch with seed sw_seed. */
 uint64_t hash_flow(uint64_t sw_seed, const struct hash_flow *f);
 
@@ -54,12 +54,12 @@ struct hash_ctx {
 	uint32_t sip, dip;
 	uint64_t leaf_seed;
 	uint32_t direct_port; /* dst port on the source leaf, or TOPO_NONE */
-	uint32_t *up;         /* uplink cables of the source leaf's group */
+	uint32_t *up;	      /* uplink cables of the source leaf's group */
 	uint32_t *up_grp;     /* for each up[i]: index into grp[] */
 	uint32_t nup;
 	struct hash_spine_grp *grp;
 	uint32_t ngrp;
-	uint32_t *down;      /* downlink cables toward the destination */
+	uint32_t *down;	     /* downlink cables toward the destination */
 	uint32_t *down_port; /* for each down[i]: the receiving port */
 	uint32_t ndown;
 	uint32_t npaths; /* distinct (up, down) pairs, health ignored */
@@ -70,8 +70,8 @@ struct hash_ctx {
  * or -1 with a message (unknown port or IP, destination unreachable).
  */
 int hash_ctx_init(struct hash_ctx *c, const struct topo *t,
-                  const struct hash_model *m, uint32_t src_port,
-                  uint32_t dst_ip, char *err, size_t errlen);
+		  const struct hash_model *m, uint32_t src_port,
+		  uint32_t dst_ip, char *err, size_t errlen);
 void hash_ctx_free(struct hash_ctx *c);
 /*
  * The path taken by the flow with source port sport. With use_health the
@@ -79,17 +79,17 @@ void hash_ctx_free(struct hash_ctx *c);
  * fully healthy fabric. Returns 0, or -1 when no healthy path exists.
  */
 int hash_ctx_route(const struct hash_ctx *c, uint16_t sport, bool use_health,
-                   struct path *out);
+		   struct path *out);
 /*
  * As hash_ctx_route, and *index gets a number < nup * ndown + 1 that is
  * unique to the path within this context (0 for the direct path).
  */
 int hash_ctx_route_ix(const struct hash_ctx *c, uint16_t sport, bool use_health,
-                      struct path *out, uint32_t *index);
+		      struct path *out, uint32_t *index);
 
 /* One-shot form of hash_ctx_init + hash_ctx_route + hash_ctx_free. */
 int hash_route(const struct topo *t, const struct hash_model *m,
-               uint32_t src_port, uint32_t dst_ip, uint16_t sport,
-               bool use_health, struct path *out, char *err, size_t errlen);
+	       uint32_t src_port, uint32_t dst_ip, uint16_t sport,
+	       bool use_health, struct path *out, char *err, size_t errlen);
 
 #endif /* C4_HASH_H */

@@ -58,7 +58,7 @@ hmap_find(const struct hmap *m, uint64_t hash, hmap_eq_fn eq, const void *arg)
  */
 static int
 hmap_grow(struct hmap *m, size_t ncap,
-          uint64_t (*rehash)(const void *arg, uint32_t slot), const void *arg)
+	  uint64_t (*rehash)(const void *arg, uint32_t slot), const void *arg)
 {
 	uint32_t *nt;
 	size_t i, j, mask = ncap - 1;
@@ -87,7 +87,7 @@ hmap_grow(struct hmap *m, size_t ncap,
 
 int
 hmap_insert(struct hmap *m, uint64_t hash, uint32_t slot,
-            uint64_t (*rehash)(const void *arg, uint32_t slot), const void *arg)
+	    uint64_t (*rehash)(const void *arg, uint32_t slot), const void *arg)
 {
 	size_t mask, i;
 

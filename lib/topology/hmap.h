@@ -27,15 +27,15 @@ typedef bool (*hmap_eq_fn)(const void *arg, uint32_t slot);
 void hmap_free(struct hmap *m);
 /* Returns the slot holding the key, or HMAP_EMPTY. */
 uint32_t hmap_find(const struct hmap *m, uint64_t hash, hmap_eq_fn eq,
-                   const void *arg);
+		   const void *arg);
 /*
  * Inserts slot under hash (the key must not be present: callers find
  * first). rehash(arg, slot) gives the hash of a stored slot when the table
  * grows. Returns 0 or -1 when out of memory.
  */
 int hmap_insert(struct hmap *m, uint64_t hash, uint32_t slot,
-                uint64_t (*rehash)(const void *arg, uint32_t slot),
-                const void *arg);
+		uint64_t (*rehash)(const void *arg, uint32_t slot),
+		const void *arg);
 /* Removes the cell holding slot (found via hash); returns 0 or -1. */
 int hmap_remove(struct hmap *m, uint64_t hash, uint32_t slot);
 

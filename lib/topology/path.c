@@ -7,7 +7,7 @@
 
 long
 path_enum(const struct topo *t, uint32_t src_port, uint32_t dst_port,
-          struct path *out, size_t max)
+	  struct path *out, size_t max)
 {
 	const struct topo_leaf *sl;
 	uint32_t dleaf, i, j;
@@ -84,17 +84,17 @@ path_format(const struct topo *t, const struct path *p, char *buf, size_t len)
 
 	if (p->up == TOPO_NONE) {
 		snprintf(buf, len, "%s/%s:%c %s %s/%s:%c",
-		         t->hosts[t->nics[s->nic].host].name,
-		         t->nics[s->nic].name, side[s->side],
-		         t->leaves[s->leaf].name,
-		         t->hosts[t->nics[d->nic].host].name,
-		         t->nics[d->nic].name, side[d->side]);
+			 t->hosts[t->nics[s->nic].host].name,
+			 t->nics[s->nic].name, side[s->side],
+			 t->leaves[s->leaf].name,
+			 t->hosts[t->nics[d->nic].host].name,
+			 t->nics[d->nic].name, side[d->side]);
 		return;
 	}
 	snprintf(buf, len, "%s/%s:%c %s>%s>%s %s/%s:%c",
-	         t->hosts[t->nics[s->nic].host].name, t->nics[s->nic].name,
-	         side[s->side], t->leaves[s->leaf].name,
-	         t->spines[t->links[p->up].spine].name, t->leaves[d->leaf].name,
-	         t->hosts[t->nics[d->nic].host].name, t->nics[d->nic].name,
-	         side[d->side]);
+		 t->hosts[t->nics[s->nic].host].name, t->nics[s->nic].name,
+		 side[s->side], t->leaves[s->leaf].name,
+		 t->spines[t->links[p->up].spine].name, t->leaves[d->leaf].name,
+		 t->hosts[t->nics[d->nic].host].name, t->nics[d->nic].name,
+		 side[d->side]);
 }

@@ -25,7 +25,7 @@ struct path {
  * port ids.
  */
 long path_enum(const struct topo *t, uint32_t src_port, uint32_t dst_port,
-               struct path *out, size_t max);
+	       struct path *out, size_t max);
 
 /* True when the ports and both cables of p are up. */
 bool path_healthy(const struct topo *t, const struct path *p);
@@ -36,6 +36,6 @@ uint32_t path_spine(const struct topo *t, const struct path *p);
 bool path_equal(const struct path *a, const struct path *b);
 /* "host/nic:L leaf>spine>leaf host/nic:R" into buf. */
 void path_format(const struct topo *t, const struct path *p, char *buf,
-                 size_t len);
+		 size_t len);
 
 #endif /* C4_PATH_H */

@@ -11,7 +11,7 @@
 #include "topo.h"
 
 static void topo_err(char *err, size_t len, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 
 static void
 topo_err(char *err, size_t len, const char *fmt, ...)
@@ -83,7 +83,7 @@ topo_name_ok(const char *what, const char *name, char *err, size_t errlen)
 	n = strlen(name);
 	if (n >= TOPO_NAME_MAX) {
 		topo_err(err, errlen, "%s '%.16s...': name longer than %d",
-		         what, name, TOPO_NAME_MAX - 1);
+			 what, name, TOPO_NAME_MAX - 1);
 		return -1;
 	}
 	return 0;
@@ -101,7 +101,7 @@ topo_mutable(const struct topo *t, char *err, size_t errlen)
 
 uint32_t
 topo_add_leaf(struct topo *t, const char *name, uint32_t pod, uint32_t plane,
-              char *err, size_t errlen)
+	      char *err, size_t errlen)
 {
 	struct topo_leaf *l;
 
@@ -113,7 +113,7 @@ topo_add_leaf(struct topo *t, const char *name, uint32_t pod, uint32_t plane,
 		return TOPO_NONE;
 	}
 	if (topo_reserve((void **)&t->leaves, &t->cap_leaves, t->nleaves,
-	                 sizeof(*t->leaves)) < 0) {
+			 sizeof(*t->leaves)) < 0) {
 		topo_err(err, errlen, "out of memory");
 		return TOPO_NONE;
 	}
@@ -127,7 +127,7 @@ topo_add_leaf(struct topo *t, const char *name, uint32_t pod, uint32_t plane,
 
 uint32_t
 topo_add_spine(struct topo *t, const char *name, uint32_t pod, uint32_t plane,
-               char *err, size_t errlen)
+	       char *err, size_t errlen)
 {
 	struct topo_spine *s;
 
@@ -139,7 +139,7 @@ topo_add_spine(struct topo *t, const char *name, uint32_t pod, uint32_t plane,
 		return TOPO_NONE;
 	}
 	if (topo_reserve((void **)&t->spines, &t->cap_spines, t->nspines,
-	                 sizeof(*t->spines)) < 0) {
+			 sizeof(*t->spines)) < 0) {
 		topo_err(err, errlen, "out of memory");
 		return TOPO_NONE;
 	}
@@ -156,7 +156,7 @@ topo_gbps_ok(double gbps, char *err, size_t errlen)
 {
 	if (!(gbps > 0.0) || gbps > TOPO_MAX_GBPS) {
 		topo_err(err, errlen, "capacity %g Gbit/s out of range (0, %g]",
-		         gbps, TOPO_MAX_GBPS);
+			 gbps, TOPO_MAX_GBPS);
 		return -1;
 	}
 	return 0;
@@ -164,7 +164,7 @@ topo_gbps_ok(double gbps, char *err, size_t errlen)
 
 uint32_t
 topo_add_links(struct topo *t, uint32_t leaf, uint32_t spine, uint32_t mult,
-               double gbps, char *err, size_t errlen)
+	       double gbps, char *err, size_t errlen)
 {
 	uint32_t i, first, b;
 
@@ -176,9 +176,9 @@ topo_add_links(struct topo *t, uint32_t leaf, uint32_t spine, uint32_t mult,
 	}
 	if (mult == 0 || mult > TOPO_MAX_LINK_MULT) {
 		topo_err(err, errlen,
-		         "link %s-%s: multiplicity %u not in 1..%u",
-		         t->leaves[leaf].name, t->spines[spine].name, mult,
-		         TOPO_MAX_LINK_MULT);
+			 "link %s-%s: multiplicity %u not in 1..%u",
+			 t->leaves[leaf].name, t->spines[spine].name, mult,
+			 TOPO_MAX_LINK_MULT);
 		return TOPO_NONE;
 	}
 	if (topo_gbps_ok(gbps, err, errlen) < 0)
@@ -190,7 +190,7 @@ topo_add_links(struct topo *t, uint32_t leaf, uint32_t spine, uint32_t mult,
 	first = t->nlinks;
 	for (i = 0; i < mult; i++) {
 		if (topo_reserve((void **)&t->links, &t->cap_links, t->nlinks,
-		                 sizeof(*t->links)) < 0) {
+				 sizeof(*t->links)) < 0) {
 			topo_err(err, errlen, "out of memory");
 			t->nlinks = first;
 			return TOPO_NONE;
@@ -235,7 +235,7 @@ topo_add_host(struct topo *t, const char *name, char *err, size_t errlen)
 		return TOPO_NONE;
 	}
 	if (topo_reserve((void **)&t->hosts, &t->cap_hosts, t->nhosts,
-	                 sizeof(*t->hosts)) < 0) {
+			 sizeof(*t->hosts)) < 0) {
 		topo_err(err, errlen, "out of memory");
 		return TOPO_NONE;
 	}
@@ -248,8 +248,8 @@ topo_add_host(struct topo *t, const char *name, char *err, size_t errlen)
 
 uint32_t
 topo_add_nic(struct topo *t, uint32_t host, const char *name,
-             uint32_t leaf_left, uint32_t ip_left, uint32_t leaf_right,
-             uint32_t ip_right, double gbps, char *err, size_t errlen)
+	     uint32_t leaf_left, uint32_t ip_left, uint32_t leaf_right,
+	     uint32_t ip_right, double gbps, char *err, size_t errlen)
 {
 	struct topo_nic *n;
 	struct topo_port *p;
@@ -260,13 +260,13 @@ topo_add_nic(struct topo *t, uint32_t host, const char *name,
 		return TOPO_NONE;
 	if (host >= t->nhosts || host != t->nhosts - 1) {
 		topo_err(err, errlen,
-		         "nic %s: host %u is not the last one added", name,
-		         host);
+			 "nic %s: host %u is not the last one added", name,
+			 host);
 		return TOPO_NONE;
 	}
 	if (t->hosts[host].nic_count >= TOPO_MAX_NICS_PER_HOST) {
 		topo_err(err, errlen, "host %s: more than %u NICs",
-		         t->hosts[host].name, TOPO_MAX_NICS_PER_HOST);
+			 t->hosts[host].name, TOPO_MAX_NICS_PER_HOST);
 		return TOPO_NONE;
 	}
 	if (leaf_left >= t->nleaves || leaf_right >= t->nleaves) {
@@ -276,7 +276,7 @@ topo_add_nic(struct topo *t, uint32_t host, const char *name,
 	if (topo_gbps_ok(gbps, err, errlen) < 0)
 		return TOPO_NONE;
 	if (topo_reserve((void **)&t->nics, &t->cap_nics, t->nnics,
-	                 sizeof(*t->nics)) < 0) {
+			 sizeof(*t->nics)) < 0) {
 		topo_err(err, errlen, "out of memory");
 		return TOPO_NONE;
 	}
@@ -315,9 +315,9 @@ static int
 topo_cmp_leaf_links(const void *a, const void *b)
 {
 	const struct topo_link *la =
-	        &topo_sort_ctx->links[*(const uint32_t *)a];
+		&topo_sort_ctx->links[*(const uint32_t *)a];
 	const struct topo_link *lb =
-	        &topo_sort_ctx->links[*(const uint32_t *)b];
+		&topo_sort_ctx->links[*(const uint32_t *)b];
 
 	if (la->leaf != lb->leaf)
 		return la->leaf < lb->leaf ? -1 : 1;
@@ -330,9 +330,9 @@ static int
 topo_cmp_spine_links(const void *a, const void *b)
 {
 	const struct topo_link *la =
-	        &topo_sort_ctx->links[*(const uint32_t *)a];
+		&topo_sort_ctx->links[*(const uint32_t *)a];
 	const struct topo_link *lb =
-	        &topo_sort_ctx->links[*(const uint32_t *)b];
+		&topo_sort_ctx->links[*(const uint32_t *)b];
 
 	if (la->spine != lb->spine)
 		return la->spine < lb->spine ? -1 : 1;
@@ -381,9 +381,9 @@ topo_build_ip_index(struct topo *t, char *err, size_t errlen)
 				break; /* bonded: keep the left port */
 			topo_ip_format(p->ip, ip, sizeof(ip));
 			topo_err(err, errlen,
-			         "nic %s: IP %s already used by nic %s",
-			         t->nics[p->nic].name, ip,
-			         t->nics[q->nic].name);
+				 "nic %s: IP %s already used by nic %s",
+				 t->nics[p->nic].name, ip,
+				 t->nics[q->nic].name);
 			return -1;
 		}
 		if (t->ip_slots[j] == TOPO_NONE)
@@ -435,8 +435,8 @@ topo_host_name(const struct topo *t, uint32_t i)
 /* Checks that the count names given by fn are unique; 0 or -1 + message. */
 static int
 topo_unique(const struct topo *t, const char *what,
-            const char *(*fn)(const struct topo *, uint32_t), uint32_t count,
-            char *err, size_t errlen)
+	    const char *(*fn)(const struct topo *, uint32_t), uint32_t count,
+	    char *err, size_t errlen)
 {
 	struct hmap m = {0};
 	struct topo_names n = {fn, t, NULL};
@@ -448,7 +448,7 @@ topo_unique(const struct topo *t, const char *what,
 		if (hmap_find(&m, hmap_str(n.key), topo_names_eq, &n) !=
 		    HMAP_EMPTY) {
 			topo_err(err, errlen, "duplicate %s name '%s'", what,
-			         n.key);
+				 n.key);
 			goto out;
 		}
 		if (hmap_insert(&m, hmap_str(n.key), i, topo_names_rehash, &n) <
@@ -475,9 +475,9 @@ topo_finalize(struct topo *t, char *err, size_t errlen)
 		return -1;
 	}
 	if (topo_unique(t, "leaf", topo_leaf_name, t->nleaves, err, errlen) <
-	            0 ||
+		    0 ||
 	    topo_unique(t, "spine", topo_spine_name, t->nspines, err, errlen) <
-	            0 ||
+		    0 ||
 	    topo_unique(t, "host", topo_host_name, t->nhosts, err, errlen) < 0)
 		return -1;
 	for (i = 0; i < t->nlinks; i++) {
@@ -486,9 +486,9 @@ topo_finalize(struct topo *t, char *err, size_t errlen)
 
 		if (l->pod != s->pod || l->plane != s->plane) {
 			topo_err(err, errlen,
-			         "link %s-%s joins pod/plane %u/%u to %u/%u",
-			         l->name, s->name, l->pod, l->plane, s->pod,
-			         s->plane);
+				 "link %s-%s joins pod/plane %u/%u to %u/%u",
+				 l->name, s->name, l->pod, l->plane, s->pod,
+				 s->plane);
 			return -1;
 		}
 	}
@@ -499,17 +499,17 @@ topo_finalize(struct topo *t, char *err, size_t errlen)
 
 		if (ll == lr) {
 			topo_err(err, errlen,
-			         "nic %s/%s: left and right ports both on leaf "
-			         "%s",
-			         t->hosts[n->host].name, n->name,
-			         t->leaves[ll].name);
+				 "nic %s/%s: left and right ports both on leaf "
+				 "%s",
+				 t->hosts[n->host].name, n->name,
+				 t->leaves[ll].name);
 			return -1;
 		}
 	}
 	for (i = 0; i < t->nhosts; i++) {
 		if (t->hosts[i].nic_count == 0) {
 			topo_err(err, errlen, "host %s has no NICs",
-			         t->hosts[i].name);
+				 t->hosts[i].name);
 			return -1;
 		}
 	}
@@ -535,9 +535,9 @@ topo_finalize(struct topo *t, char *err, size_t errlen)
 		if (a->leaf == b->leaf && a->spine == b->spine &&
 		    a->bundle != b->bundle) {
 			topo_err(err, errlen,
-			         "link %s-%s declared twice (use multiplicity)",
-			         t->leaves[a->leaf].name,
-			         t->spines[a->spine].name);
+				 "link %s-%s declared twice (use multiplicity)",
+				 t->leaves[a->leaf].name,
+				 t->spines[a->spine].name);
 			goto fail;
 		}
 	}
@@ -547,9 +547,9 @@ topo_finalize(struct topo *t, char *err, size_t errlen)
 		t->spines[i].link_first = t->spines[i].link_count = 0;
 	for (i = t->nlinks; i-- > 0;) {
 		struct topo_leaf *l =
-		        &t->leaves[t->links[t->leaf_links[i]].leaf];
+			&t->leaves[t->links[t->leaf_links[i]].leaf];
 		struct topo_spine *s =
-		        &t->spines[t->links[t->spine_links[i]].spine];
+			&t->spines[t->links[t->spine_links[i]].spine];
 
 		l->link_first = i;
 		l->link_count++;
@@ -646,7 +646,7 @@ topo_host_by_name(const struct topo *t, const char *name)
 
 void
 topo_bundle_links(const struct topo *t, uint32_t leaf, uint32_t spine,
-                  uint32_t *first, uint32_t *count)
+		  uint32_t *first, uint32_t *count)
 {
 	const struct topo_leaf *l = &t->leaves[leaf];
 	uint32_t lo = l->link_first, hi = l->link_first + l->link_count;
@@ -665,7 +665,7 @@ topo_bundle_links(const struct topo *t, uint32_t leaf, uint32_t spine,
 	if (lo < l->link_first + l->link_count &&
 	    t->links[t->leaf_links[lo]].spine == spine) {
 		const struct topo_bundle *b =
-		        &t->bundles[t->links[t->leaf_links[lo]].bundle];
+			&t->bundles[t->links[t->leaf_links[lo]].bundle];
 
 		*first = b->first_link;
 		*count = b->count;
@@ -674,7 +674,7 @@ topo_bundle_links(const struct topo *t, uint32_t leaf, uint32_t spine,
 
 void
 topo_spine_to_leaf(const struct topo *t, uint32_t spine, uint32_t leaf,
-                   uint32_t *pos, uint32_t *count)
+		   uint32_t *pos, uint32_t *count)
 {
 	const struct topo_spine *s = &t->spines[spine];
 	uint32_t lo = s->link_first, hi = s->link_first + s->link_count, n = 0;
@@ -754,5 +754,5 @@ void
 topo_ip_format(uint32_t ip, char *buf, size_t len)
 {
 	snprintf(buf, len, "%u.%u.%u.%u", ip >> 24, ip >> 16 & 255,
-	         ip >> 8 & 255, ip & 255);
+		 ip >> 8 & 255, ip & 255);
 }

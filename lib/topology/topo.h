@@ -18,19 +18,19 @@
 #include <stdint.h>
 
 /* ---- limits of lib/topology (all of them, in one place) ---------------- */
-#define TOPO_NONE              UINT32_MAX
-#define TOPO_NAME_MAX          64  /* names incl. NUL */
-#define TOPO_ERR_MAX           256 /* suggested size of error buffers */
-#define TOPO_MAX_LEAVES        8192
-#define TOPO_MAX_SPINES        8192
-#define TOPO_MAX_LINKS         (1u << 22)
-#define TOPO_MAX_HOSTS         (1u << 17)
+#define TOPO_NONE	       UINT32_MAX
+#define TOPO_NAME_MAX	       64  /* names incl. NUL */
+#define TOPO_ERR_MAX	       256 /* suggested size of error buffers */
+#define TOPO_MAX_LEAVES	       8192
+#define TOPO_MAX_SPINES	       8192
+#define TOPO_MAX_LINKS	       (1u << 22)
+#define TOPO_MAX_HOSTS	       (1u << 17)
 #define TOPO_MAX_NICS_PER_HOST 32
 #define TOPO_MAX_LINK_MULT     64 /* parallel links of one leaf-spine pair */
-#define TOPO_MAX_GBPS          100000.0
+#define TOPO_MAX_GBPS	       100000.0
 
 #define HASH_ROCE_DPORT 4791 /* RoCEv2 UDP destination port */
-#define HASH_PROTO_UDP  17
+#define HASH_PROTO_UDP	17
 
 /*
  * Candidate UDP source ports. The catalog only ever hands out ports from
@@ -42,13 +42,13 @@
 #define CATALOG_SPORT_BASE  49152
 #define CATALOG_SPORT_COUNT 16384
 #define CATALOG_MAX_RECS    4096 /* distinct paths kept per entry */
-#define CATALOG_LOSS_MAX                                                       \
-	0                            /* loss (permille) above which a probed   \
-	                              * port is never handed out */
-#define ALLOC_REQID_MAX   64         /* request ids incl. NUL */
-#define ALLOC_MAX_BATCH   (1u << 20) /* QPs in one request */
-#define ALLOC_MAX_WEIGHT  1000000u   /* demand weight of one QP */
-#define ALLOC_MAX_LEASE_S (30u * 24 * 3600)
+/* loss (permille) above which a probed port is never handed out */
+#define CATALOG_LOSS_MAX       0
+#define ALLOC_REQID_MAX	       64	  /* request ids incl. NUL */
+#define ALLOC_MAX_BATCH	       (1u << 20) /* QPs in one request */
+#define ALLOC_MAX_WEIGHT       1000000u	  /* demand weight of one QP */
+#define ALLOC_MAX_LEASE_S      (30u * 24 * 3600)
+#define ALLOC_REBALANCE_PASSES 8 /* passes over all QPs per rebalance */
 
 enum topo_side {
 	TOPO_LEFT = 0,
@@ -152,22 +152,22 @@ void topo_free(struct topo *t);
  * that and all cross-object rules are checked by topo_finalize().
  */
 uint32_t topo_add_leaf(struct topo *t, const char *name, uint32_t pod,
-                       uint32_t plane, char *err, size_t errlen);
+		       uint32_t plane, char *err, size_t errlen);
 uint32_t topo_add_spine(struct topo *t, const char *name, uint32_t pod,
-                        uint32_t plane, char *err, size_t errlen);
+			uint32_t plane, char *err, size_t errlen);
 /* Adds mult parallel cables leaf<->spine of gbps each; returns the first id. */
 uint32_t topo_add_links(struct topo *t, uint32_t leaf, uint32_t spine,
-                        uint32_t mult, double gbps, char *err, size_t errlen);
+			uint32_t mult, double gbps, char *err, size_t errlen);
 uint32_t topo_add_host(struct topo *t, const char *name, char *err,
-                       size_t errlen);
+		       size_t errlen);
 /*
  * Adds a NIC to host (hosts must be added in order: NICs of one host are
  * contiguous, so a NIC can only be added to the most recent host). ip_left
  * and ip_right are the port IPs (equal for a bonded NIC).
  */
 uint32_t topo_add_nic(struct topo *t, uint32_t host, const char *name,
-                      uint32_t leaf_left, uint32_t ip_left, uint32_t leaf_right,
-                      uint32_t ip_right, double gbps, char *err, size_t errlen);
+		      uint32_t leaf_left, uint32_t ip_left, uint32_t leaf_right,
+		      uint32_t ip_right, double gbps, char *err, size_t errlen);
 
 /*
  * Validates the whole fabric and builds the indices. Rules: the two ports of
@@ -185,10 +185,10 @@ uint32_t topo_spine_by_name(const struct topo *t, const char *name);
 uint32_t topo_host_by_name(const struct topo *t, const char *name);
 /* Link ids [*first, *first + *count) of leaf..spine, or *count = 0. */
 void topo_bundle_links(const struct topo *t, uint32_t leaf, uint32_t spine,
-                       uint32_t *first, uint32_t *count);
+		       uint32_t *first, uint32_t *count);
 /* Index range of the links of spine s to leaf in t->spine_links. */
 void topo_spine_to_leaf(const struct topo *t, uint32_t spine, uint32_t leaf,
-                        uint32_t *pos, uint32_t *count);
+			uint32_t *pos, uint32_t *count);
 
 /* Link and port health; return -1 on a bad id. */
 int topo_link_set_up(struct topo *t, uint32_t link, bool up);

@@ -373,6 +373,55 @@ START_TEST(test_link_down_reassigns)
 }
 END_TEST
 
+/*
+ * After a cable comes back, rebalancing moves QPs onto it again until
+ * every cable carries its fair share; a balanced state moves nothing.
+ */
+START_TEST(test_rebalance_after_recovery)
+{
+	struct fx f;
+	struct alloc_qp_req q[16];
+	struct alloc_qp_res r[16];
+	struct alloc_change *ch;
+	struct alloc_stats st;
+	char err[TOPO_ERR_MAX];
+	size_t nch, i;
+	uint32_t link;
+	uint64_t up, down;
+
+	fx_init(&f, 4, 1, true);
+	qps(q, 16, 0, 0, 2, 1, true);
+	ck_assert_int_eq(
+		alloc_request(f.a, "R", 1, 0, 60, q, 16, r, err, sizeof(err)),
+		0);
+	ck_assert_int_eq(alloc_rebalance(f.a, 100, &ch, &nch), 0);
+	ck_assert_uint_eq(nch, 0);
+	link = r[0].path.up;
+	ck_assert_int_eq(alloc_link_set(f.a, link, false, &ch, &nch), 0);
+	free(ch);
+	ck_assert_int_eq(alloc_link_set(f.a, link, true, &ch, &nch), 0);
+	ck_assert_uint_eq(nch, 0);
+	alloc_stats(f.a, &st);
+	ck_assert_uint_eq(st.max_link_load, 3);
+	/* at most one move allowed: exactly one */
+	ck_assert_int_eq(alloc_rebalance(f.a, 1, &ch, &nch), 0);
+	ck_assert_uint_eq(nch, 1);
+	free(ch);
+	ck_assert_int_eq(alloc_rebalance(f.a, 100, &ch, &nch), 0);
+	ck_assert_uint_eq(nch, 1);
+	for (i = 0; i < nch; i++) {
+		ck_assert_uint_ne(ch[i].new_sport, ch[i].old_sport);
+		ck_assert(path_uses_link(&ch[i].new_path, link));
+	}
+	free(ch);
+	alloc_stats(f.a, &st);
+	ck_assert_uint_eq(st.max_link_load, 2);
+	ck_assert_int_eq(alloc_link_load(f.a, link, &up, &down), 0);
+	ck_assert_uint_eq(up, 2);
+	fx_free(&f);
+}
+END_TEST
+
 /* All uplinks of a leaf down: QPs are stranded, then placed again. */
 START_TEST(test_stranded_and_back)
 {
@@ -561,6 +610,7 @@ main(void)
 	tcase_add_test(tc, test_batch_all_or_nothing);
 	tcase_add_test(tc, test_release_and_leases);
 	tcase_add_test(tc, test_link_down_reassigns);
+	tcase_add_test(tc, test_rebalance_after_recovery);
 	tcase_add_test(tc, test_stranded_and_back);
 	tcase_add_test(tc, test_port_down);
 	tcase_add_test(tc, test_side_any_balances);
