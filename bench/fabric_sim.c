@@ -46,10 +46,11 @@ struct sim {
 };
 
 struct outcome {
-	double busbw;     /* mean over jobs */
+	double busbw;	  /* mean over jobs */
 	double min_busbw; /* worst job */
 	double bal_global;
 	double bal_leaf;
+	double bal_floor;    /* best max/mean any placement could reach */
 	unsigned mismatches; /* allocator path != hash-routed path */
 	unsigned moved;
 };
@@ -134,7 +135,7 @@ sim_solve(struct sim *s, struct outcome *o)
 		return -1;
 	}
 	if (fsim_busbw(s->flows, s->nflows, s->conn_of, (uint32_t)s->conns.n,
-	               s->job_of, s->njobs, s->busbw) < 0)
+		       s->job_of, s->njobs, s->busbw) < 0)
 		return -1;
 	for (j = 0; j < s->njobs; j++) {
 		sum += s->busbw[j];
@@ -160,9 +161,9 @@ sim_route(struct sim *s, const struct hash_model *m)
 
 		for (side = 0; side < TOPO_SIDES; side++) {
 			if (hash_ctx_init(&hc[side], s->t, m,
-			                  s->t->nics[cn->src_nic].port[side],
-			                  sim_port_ip(s->t, cn->dst_nic, side),
-			                  err, sizeof(err)) < 0) {
+					  s->t->nics[cn->src_nic].port[side],
+					  sim_port_ip(s->t, cn->dst_nic, side),
+					  err, sizeof(err)) < 0) {
 				fprintf(stderr, "route: %s\n", err);
 				if (side == 1)
 					hash_ctx_free(&hc[0]);
@@ -173,7 +174,7 @@ sim_route(struct sim *s, const struct hash_model *m)
 			size_t f = c * s->qpc + q;
 
 			if (hash_ctx_route(&hc[sim_side(s, f)], s->sports[f],
-			                   true, &s->paths[f]) < 0) {
+					   true, &s->paths[f]) < 0) {
 				fprintf(stderr, "route: no healthy path\n");
 				hash_ctx_free(&hc[0]);
 				hash_ctx_free(&hc[1]);
@@ -191,7 +192,8 @@ static void
 sim_balance(struct sim *s, struct outcome *o)
 {
 	fsim_link_balance(s->t, s->paths, s->nflows, &o->bal_global,
-	                  &o->bal_leaf);
+			  &o->bal_leaf);
+	o->bal_floor = fsim_link_floor(s->t, s->paths, s->nflows);
 }
 
 /* ECMP: uniformly random source ports from the RoCE range. */
@@ -205,8 +207,8 @@ sim_ecmp(struct sim *s, uint64_t seed, struct outcome *o)
 	memset(o, 0, sizeof(*o));
 	for (f = 0; f < s->nflows; f++)
 		s->sports[f] =
-		        (uint16_t)(CATALOG_SPORT_BASE +
-		                   rng_next(&r) % (65536 - CATALOG_SPORT_BASE));
+			(uint16_t)(CATALOG_SPORT_BASE +
+				   rng_next(&r) % (65536 - CATALOG_SPORT_BASE));
 	if (sim_route(s, &m) < 0)
 		return -1;
 	sim_balance(s, o);
@@ -222,7 +224,7 @@ enum c4p_mode { C4P_PLAIN, C4P_STATIC, C4P_REALLOC };
  */
 static int
 sim_c4p(struct sim *s, uint64_t seed, enum c4p_mode mode, uint32_t fail_link,
-        struct outcome *o)
+	struct outcome *o)
 {
 	struct hash_model m = {seed};
 	struct catalog *cat = catalog_new(s->t, &m);
@@ -250,7 +252,7 @@ sim_c4p(struct sim *s, uint64_t seed, enum c4p_mode mode, uint32_t fail_link,
 		}
 		snprintf(id, sizeof(id), "c%zu", c);
 		if (alloc_request(a, id, cn->job, 0, 3600, rq, s->qpc, rs, err,
-		                  sizeof(err)) < 0) {
+				  sizeof(err)) < 0) {
 			fprintf(stderr, "alloc: %s\n", err);
 			goto out;
 		}
@@ -310,8 +312,8 @@ sim_ideal(struct sim *s, struct outcome *o)
 		uint8_t side = sim_side(s, f);
 
 		fsim_flow_pooled(s->t, s->t->nics[cn->src_nic].port[side],
-		                 s->t->nics[cn->dst_nic].port[side],
-		                 &s->flows[f]);
+				 s->t->nics[cn->dst_nic].port[side],
+				 &s->flows[f]);
 	}
 	o->bal_global = o->bal_leaf = 1.0;
 	return sim_solve(s, o);
@@ -330,6 +332,7 @@ acc(struct outcome *sum, const struct outcome *o)
 	sum->min_busbw += o->min_busbw;
 	sum->bal_global += o->bal_global;
 	sum->bal_leaf += o->bal_leaf;
+	sum->bal_floor += o->bal_floor;
 	sum->mismatches += o->mismatches;
 	sum->moved += o->moved;
 }
@@ -341,6 +344,7 @@ avg(struct outcome *o, unsigned n)
 	o->min_busbw /= n;
 	o->bal_global /= n;
 	o->bal_leaf /= n;
+	o->bal_floor /= n;
 }
 
 /*
@@ -349,7 +353,7 @@ avg(struct outcome *o, unsigned n)
  */
 static int
 run_scenario(const char *name, struct sim *s, unsigned seeds,
-             uint32_t fail_link)
+	     uint32_t fail_link)
 {
 	struct outcome e = {0}, c = {0}, st = {0}, id, full, o;
 	unsigned i;
@@ -369,7 +373,7 @@ run_scenario(const char *name, struct sim *s, unsigned seeds,
 		topo_link_set_up(s->t, fail_link, true);
 	for (i = 0; i < seeds; i++) {
 		enum c4p_mode mode =
-		        fail_link == TOPO_NONE ? C4P_PLAIN : C4P_REALLOC;
+			fail_link == TOPO_NONE ? C4P_PLAIN : C4P_REALLOC;
 
 		if (sim_c4p(s, i + 1, mode, fail_link, &o) < 0)
 			return -1;
@@ -384,7 +388,7 @@ run_scenario(const char *name, struct sim *s, unsigned seeds,
 	avg(&c, seeds);
 	avg(&st, seeds);
 	fprintf(stderr, "%s: ecmp %.1f c4p %.1f ideal %.1f (mismatches %u)\n",
-	        name, e.busbw, c.busbw, id.busbw, c.mismatches);
+		name, e.busbw, c.busbw, id.busbw, c.mismatches);
 	metric(name, "ecmp_busbw", e.busbw, "Gbps");
 	metric(name, "ecmp_min_job_busbw", e.min_busbw, "Gbps");
 	if (fail_link == TOPO_NONE) {
@@ -413,6 +417,7 @@ run_scenario(const char *name, struct sim *s, unsigned seeds,
 		metric(name, "qps_moved", (double)c.moved / seeds, "count");
 	}
 	metric(name, "c4p_link_max_mean", c.bal_global, "ratio");
+	metric(name, "link_max_mean_floor", c.bal_floor, "ratio");
 	metric(name, "c4p_leaf_link_max_mean", c.bal_leaf, "ratio");
 	metric(name, "ecmp_link_max_mean", e.bal_global, "ratio");
 	metric(name, "c4p_path_mismatches", c.mismatches, "count");
@@ -471,14 +476,14 @@ main(int argc, char **argv)
 			qpc = (unsigned)strtoul(argv[++i], NULL, 10);
 		else {
 			fprintf(stderr, "usage: bench-fabric-sim [--seeds N] "
-			                "[--qps QPS_PER_CONNECTION]\n");
+					"[--qps QPS_PER_CONNECTION]\n");
 			return 2;
 		}
 	}
 	if (seeds == 0 || qpc == 0 || qpc > 1024)
 		return 2;
 	fprintf(stderr, "fabric-sim: %u seeds, %u QPs per connection\n", seeds,
-	        qpc);
+		qpc);
 	if (build(&s, 8, false, qpc) < 0 ||
 	    run_scenario("s1", &s, seeds, TOPO_NONE) < 0)
 		return 1;

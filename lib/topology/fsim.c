@@ -320,3 +320,52 @@ out:
 	free(lv);
 	free(lu);
 }
+
+double
+fsim_link_floor(const struct topo *t, const struct path *p, size_t n)
+{
+	uint32_t *out, *in, *hu, l, worst = 0;
+	uint64_t total = 0, dirs = 0;
+	size_t j;
+
+	out = calloc((size_t)t->nleaves + 1, sizeof(*out));
+	in = calloc((size_t)t->nleaves + 1, sizeof(*in));
+	hu = calloc((size_t)t->nleaves + 1, sizeof(*hu));
+	if (out == NULL || in == NULL || hu == NULL) {
+		free(out);
+		free(in);
+		free(hu);
+		return 0;
+	}
+	for (j = 0; j < n; j++) {
+		if (p[j].up == TOPO_NONE)
+			continue;
+		out[t->ports[p[j].src_port].leaf]++;
+		in[t->ports[p[j].dst_port].leaf]++;
+		total += 2;
+	}
+	for (l = 0; l < t->nlinks; l++) {
+		if (!t->links[l].up)
+			continue;
+		hu[t->links[l].leaf]++;
+		dirs += 2;
+	}
+	for (l = 0; l < t->nleaves; l++) {
+		uint32_t need;
+
+		if (hu[l] == 0)
+			continue;
+		need = (out[l] + hu[l] - 1) / hu[l];
+		if (need > worst)
+			worst = need;
+		need = (in[l] + hu[l] - 1) / hu[l];
+		if (need > worst)
+			worst = need;
+	}
+	free(out);
+	free(in);
+	free(hu);
+	if (total == 0 || dirs == 0)
+		return 0;
+	return (double)worst * (double)dirs / (double)total;
+}

@@ -69,4 +69,12 @@ int fsim_busbw(const struct fsim_flow *f, size_t n, const uint32_t *conn,
 void fsim_link_balance(const struct topo *t, const struct path *p, size_t n,
 		       double *global, double *per_leaf);
 
+/*
+ * The smallest global max/mean any placement of the same QPs could reach:
+ * each leaf's QPs must fit on its healthy uplinks (and downlinks), so some
+ * cable carries at least ceil(QPs / healthy cables); divided by the mean
+ * over healthy cable directions. 0 when nothing crosses a spine.
+ */
+double fsim_link_floor(const struct topo *t, const struct path *p, size_t n);
+
 #endif /* C4_FSIM_H */

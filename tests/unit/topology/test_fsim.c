@@ -160,6 +160,11 @@ START_TEST(test_link_balance)
 	sel[1] = p[0][0];
 	fsim_link_balance(t, sel, 2, &g, &l);
 	NEAR(l, 2.0);
+	/* floor: 2 QPs leave leaf0 over 2 uplinks -> 1 per cable; mean 4/16 */
+	NEAR(fsim_link_floor(t, sel, 2), 4.0);
+	/* with one of leaf0's uplinks down: 2 on one cable; mean 4/14 */
+	topo_link_set_up(t, p[0][0].up, false);
+	NEAR(fsim_link_floor(t, sel, 2), 7.0);
 	topo_free(t);
 }
 END_TEST
