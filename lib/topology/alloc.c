@@ -75,6 +75,14 @@ alloc_err(char *err, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Reports running out of memory; returns -ENOMEM. */
+static int
+alloc_nomem(char *err, size_t errlen)
+{
+	alloc_err(err, errlen, "out of memory");
+	return -ENOMEM;
+}
+
 static int
 alloc_fl_push(struct alloc_freelist *f, uint32_t s)
 {
@@ -521,11 +529,12 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 			return -EINVAL;
 		}
 	}
+	/* nothing is taken yet: running out of memory here just returns */
 	if (alloc_reserve_free(a, n, 1) < 0)
-		goto nomem;
+		return alloc_nomem(err, errlen);
 	s = alloc_rq_slot(a);
 	if (s == TOPO_NONE)
-		goto nomem;
+		return alloc_nomem(err, errlen);
 	r = &a->rq[s];
 	memset(r, 0, sizeof(*r));
 	snprintf(r->id, sizeof(r->id), "%s", req_id);
@@ -534,7 +543,7 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 	r->qps = malloc(n * sizeof(uint32_t));
 	if (r->qps == NULL) {
 		(void)alloc_fl_push(&a->rq_free, s);
-		goto nomem;
+		return alloc_nomem(err, errlen);
 	}
 	for (done = 0; done < n; done++) {
 		uint32_t qs = alloc_qp_slot(a);
@@ -585,9 +594,6 @@ undo:
 	(void)alloc_fl_push(&a->rq_free, s);
 	a->next_id = first_id;
 	return rc;
-nomem:
-	alloc_err(err, errlen, "out of memory");
-	return -ENOMEM;
 }
 
 int
@@ -988,6 +994,80 @@ alloc_rec_ok(const struct alloc *a, const struct alloc_record *r, char *err,
 	return 0;
 }
 
+/*
+ * Inserts one complete, checked request: the k records recs[ord[0..k)] in
+ * index order. Returns 0, or -ENOMEM with nothing inserted.
+ */
+static int
+alloc_restore_group(struct alloc *a, const struct alloc_record *recs,
+		    const uint32_t *ord, uint32_t k)
+{
+	const struct alloc_record *f = &recs[ord[0]];
+	uint32_t s = alloc_rq_slot(a), i, placed = 0;
+	struct alloc_req *r;
+
+	if (s == TOPO_NONE)
+		return -ENOMEM;
+	r = &a->rq[s];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->id, sizeof(r->id), "%s", f->req_id);
+	r->job = f->job;
+	r->expires = f->expires;
+	r->qps = malloc((size_t)k * sizeof(uint32_t));
+	if (r->qps == NULL)
+		goto fail;
+	for (placed = 0; placed < k; placed++) {
+		const struct alloc_record *rec = &recs[ord[placed]];
+		uint32_t qs = alloc_qp_slot(a);
+		struct alloc_qp *q;
+
+		if (qs == TOPO_NONE)
+			goto fail;
+		q = &a->qp[qs];
+		memset(q, 0, sizeof(*q));
+		q->id = rec->qp_id;
+		q->req = s;
+		q->index = rec->index;
+		q->rq = rec->req;
+		q->path = rec->path;
+		q->sport = rec->sport;
+		q->side = rec->side;
+		q->stranded = rec->stranded;
+		q->live = true;
+		if (!q->stranded)
+			alloc_load(a, q, 1);
+		r->qps[placed] = qs;
+	}
+	r->nqp = k;
+	r->live = true;
+	if (hmap_insert(&a->rq_idx, hmap_str(r->id), s, alloc_rq_rehash, a) < 0)
+		goto fail;
+	for (i = 0; i < k; i++) {
+		const struct alloc_qp *q = &a->qp[r->qps[i]];
+
+		a->stranded += q->stranded;
+		if (q->id >= a->next_id)
+			a->next_id = q->id + 1;
+	}
+	a->live_qps += k;
+	a->live_reqs++;
+	return 0;
+fail:
+	for (i = 0; i < placed; i++) {
+		struct alloc_qp *q = &a->qp[r->qps[i]];
+
+		if (!q->stranded)
+			alloc_load(a, q, -1);
+		alloc_qp_put(a, r->qps[i]);
+	}
+	free(r->qps);
+	r->qps = NULL;
+	r->nqp = 0;
+	r->live = false;
+	(void)alloc_fl_push(&a->rq_free, s);
+	return -ENOMEM;
+}
+
 int
 alloc_restore(struct alloc *a, const struct alloc_record *recs, size_t n,
 	      char *err, size_t errlen)
@@ -1058,90 +1138,18 @@ alloc_restore(struct alloc *a, const struct alloc_record *recs, size_t n,
 		goto out;
 	}
 	for (done_groups = 0; done_groups < ngroups; done_groups++) {
-		uint32_t g0 = gstart[done_groups], g1 = gstart[done_groups + 1];
-		const struct alloc_record *f = &recs[ord[g0]];
-		uint32_t s = alloc_rq_slot(a);
-		struct alloc_req *r;
-
-		if (s == TOPO_NONE)
-			goto nomem;
-		r = &a->rq[s];
-		memset(r, 0, sizeof(*r));
-		snprintf(r->id, sizeof(r->id), "%s", f->req_id);
-		r->job = f->job;
-		r->expires = f->expires;
-		r->qps = malloc((size_t)(g1 - g0) * sizeof(uint32_t));
-		if (r->qps == NULL) {
-			(void)alloc_fl_push(&a->rq_free, s);
-			goto nomem;
+		if (alloc_restore_group(a, recs, ord + gstart[done_groups],
+					gstart[done_groups + 1] -
+						gstart[done_groups]) < 0) {
+			rc = alloc_nomem(err, errlen);
+			goto out;
 		}
-		for (i = g0; i < g1; i++) {
-			const struct alloc_record *rec = &recs[ord[i]];
-			uint32_t qs = alloc_qp_slot(a);
-			struct alloc_qp *q;
-
-			if (qs == TOPO_NONE) {
-				/* undo this group's QPs */
-				for (j = g0; j < i; j++) {
-					q = &a->qp[r->qps[j - g0]];
-					if (!q->stranded)
-						alloc_load(a, q, -1);
-					alloc_qp_put(a, r->qps[j - g0]);
-				}
-				free(r->qps);
-				r->qps = NULL;
-				(void)alloc_fl_push(&a->rq_free, s);
-				goto nomem;
-			}
-			q = &a->qp[qs];
-			memset(q, 0, sizeof(*q));
-			q->id = rec->qp_id;
-			q->req = s;
-			q->index = rec->index;
-			q->rq = rec->req;
-			q->path = rec->path;
-			q->sport = rec->sport;
-			q->side = rec->side;
-			q->stranded = rec->stranded;
-			q->live = true;
-			if (!q->stranded)
-				alloc_load(a, q, 1);
-			r->qps[i - g0] = qs;
-			if (rec->qp_id >= a->next_id)
-				a->next_id = rec->qp_id + 1;
-		}
-		r->nqp = g1 - g0;
-		r->live = true;
-		if (hmap_insert(&a->rq_idx, hmap_str(r->id), s, alloc_rq_rehash,
-				a) < 0) {
-			for (i = 0; i < r->nqp; i++) {
-				struct alloc_qp *q = &a->qp[r->qps[i]];
-
-				if (!q->stranded)
-					alloc_load(a, q, -1);
-				alloc_qp_put(a, r->qps[i]);
-			}
-			free(r->qps);
-			r->qps = NULL;
-			r->nqp = 0;
-			r->live = false;
-			(void)alloc_fl_push(&a->rq_free, s);
-			goto nomem;
-		}
-		for (i = 0; i < r->nqp; i++)
-			a->stranded += a->qp[r->qps[i]].stranded;
-		a->live_qps += r->nqp;
-		a->live_reqs++;
 	}
 	rc = 0;
-	goto out;
-nomem:
-	/* roll back the groups restored so far */
-	for (i = 0; i < done_groups; i++)
-		alloc_release(a, recs[ord[gstart[i]]].req_id);
-	rc = -ENOMEM;
-	alloc_err(err, errlen, "out of memory");
 out:
+	/* out of memory half-way: roll back the requests restored so far */
+	for (i = 0; rc == -ENOMEM && i < done_groups; i++)
+		alloc_release(a, recs[ord[gstart[i]]].req_id);
 	free(ord);
 	free(gstart);
 	return rc;

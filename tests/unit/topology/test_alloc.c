@@ -499,6 +499,58 @@ START_TEST(test_port_down)
 }
 END_TEST
 
+/*
+ * A catalog filled only from probe results (no hash model): allocation
+ * uses the probed ports, skips lossy ones, and says so when a pair was
+ * never probed.
+ */
+START_TEST(test_probe_only_catalog)
+{
+	struct topo *t = tfab_new(3, 1, false);
+	struct catalog *c = catalog_new(t, NULL);
+	struct alloc *a = alloc_new(t, c);
+	struct alloc_qp_req q[3];
+	struct alloc_qp_res r[3];
+	char err[TOPO_ERR_MAX];
+	uint32_t sp;
+
+	for (sp = 0; sp < 3; sp++) {
+		struct probe_result p = {0};
+
+		p.src_ip = tfab_ip(0, 0, 0, false);
+		p.dst_ip = tfab_ip(2, 0, 0, false);
+		p.side = p.dst_side = TOPO_LEFT;
+		p.sport = (uint16_t)(60000 + sp);
+		p.hops = 3;
+		p.src_leaf = 0;
+		p.spine = sp;
+		p.dst_leaf = 2;
+		p.up_link = p.down_link = TOPO_NONE;
+		p.loss_permille = sp == 1 ? 5 : 0; /* spine1 loses packets */
+		ck_assert_int_eq(catalog_add_probe(c, &p, err, sizeof(err)), 0);
+	}
+	qps(q, 3, 0, 0, 2, 0, false);
+	q[0].side = q[1].side = q[2].side = TOPO_LEFT;
+	q[1] = q[2] = q[0];
+	ck_assert_int_eq(
+		alloc_request(a, "pr", 1, 0, 60, q, 3, r, err, sizeof(err)), 0);
+	ck_assert_uint_eq(r[0].sport, 60000);
+	ck_assert_uint_eq(r[1].sport, 60002);
+	ck_assert_uint_eq(r[2].sport, 60000);
+	/* the right side was never probed */
+	q[0].sip = tfab_ip(0, 0, 1, false);
+	q[0].dip = tfab_ip(2, 0, 1, false);
+	q[0].side = TOPO_RIGHT;
+	ck_assert_int_eq(
+		alloc_request(a, "pr2", 1, 0, 60, q, 1, r, err, sizeof(err)),
+		-ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "not probed"));
+	alloc_free(a);
+	catalog_free(c);
+	topo_free(t);
+}
+END_TEST
+
 /* TOPO_SIDE_ANY: the master balances a NIC's QPs over both ports. */
 START_TEST(test_side_any_balances)
 {
@@ -613,6 +665,7 @@ main(void)
 	tcase_add_test(tc, test_rebalance_after_recovery);
 	tcase_add_test(tc, test_stranded_and_back);
 	tcase_add_test(tc, test_port_down);
+	tcase_add_test(tc, test_probe_only_catalog);
 	tcase_add_test(tc, test_side_any_balances);
 	tcase_add_test(tc, test_restore_from_records);
 	suite_add_tcase(s, tc);
