@@ -98,7 +98,7 @@ job_alloc(struct alloc *a, struct job *j, const char *tag)
 	for (c = 0; c < j->conns.n; c++) {
 		snprintf(id, sizeof(id), "%s/%zu", tag, c);
 		if (alloc_request(a, id, 1, 0, 3600, &j->rq[c * j->qpc], j->qpc,
-		                  &j->rs[c * j->qpc], err, sizeof(err)) < 0) {
+				  &j->rs[c * j->qpc], err, sizeof(err)) < 0) {
 			fprintf(stderr, "alloc: %s\n", err);
 			return -1;
 		}
@@ -139,11 +139,11 @@ main(int argc, char **argv)
 		if (strcmp(argv[i], "--qps") == 0 && i + 1 < (size_t)argc)
 			qpc = (uint32_t)strtoul(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--rounds") == 0 &&
-		         i + 1 < (size_t)argc)
+			 i + 1 < (size_t)argc)
 			rounds = (uint32_t)strtoul(argv[++i], NULL, 10);
 		else {
 			fprintf(stderr, "usage: bench-alloc [--qps N] "
-			                "[--rounds N]\n");
+					"[--rounds N]\n");
 			return 2;
 		}
 	}
@@ -162,7 +162,7 @@ main(int argc, char **argv)
 	if (a == NULL)
 		goto out;
 	fprintf(stderr, "alloc: %u hosts, %zu connections, %zu QPs\n",
-	        t->nhosts, j.conns.n, nqp);
+		t->nhosts, j.conns.n, nqp);
 
 	/* the whole job, cold catalog then warm */
 	cold = job_alloc(a, &j, "cold");
@@ -222,7 +222,7 @@ main(int argc, char **argv)
 
 			snprintf(id, sizeof(id), "s/%zu", i);
 			if (alloc_request(a, id, 1, 0, 3600, &j.rq[i], 1,
-			                  &j.rs[i], err, sizeof(err)) < 0) {
+					  &j.rs[i], err, sizeof(err)) < 0) {
 				fprintf(stderr, "alloc: %s\n", err);
 				goto out;
 			}

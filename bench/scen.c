@@ -36,7 +36,7 @@ scen_fabric(const struct scen_fabric_cfg *c, char *err, size_t errlen)
 	for (i = 0; i < c->leaf_pairs * 2; i++)
 		for (j = 0; j < c->spines; j++)
 			if (topo_add_links(t, i, j, c->link_mult, c->link_gbps,
-			                   err, errlen) == TOPO_NONE)
+					   err, errlen) == TOPO_NONE)
 				goto fail;
 	for (i = 0; i < c->hosts; i++) {
 		uint32_t pair = i % c->leaf_pairs, h;
@@ -48,11 +48,11 @@ scen_fabric(const struct scen_fabric_cfg *c, char *err, size_t errlen)
 		for (j = 0; j < c->nics; j++) {
 			snprintf(name, sizeof(name), "nic%u", j);
 			if (topo_add_nic(t, h, name, 2 * pair,
-			                 scen_ip(i, j, TOPO_LEFT, c->bonded),
-			                 2 * pair + 1,
-			                 scen_ip(i, j, TOPO_RIGHT, c->bonded),
-			                 c->port_gbps, err,
-			                 errlen) == TOPO_NONE)
+					 scen_ip(i, j, TOPO_LEFT, c->bonded),
+					 2 * pair + 1,
+					 scen_ip(i, j, TOPO_RIGHT, c->bonded),
+					 c->port_gbps, err,
+					 errlen) == TOPO_NONE)
 				goto fail;
 		}
 	}
@@ -85,7 +85,7 @@ scen_push(struct scen_conns *o, uint32_t job, uint32_t s, uint32_t d)
 
 int
 scen_ring(const struct topo *t, uint32_t job, const uint32_t *hosts, uint32_t n,
-          uint32_t rails, struct scen_conns *out)
+	  uint32_t rails, struct scen_conns *out)
 {
 	uint32_t r, i;
 
@@ -93,12 +93,12 @@ scen_ring(const struct topo *t, uint32_t job, const uint32_t *hosts, uint32_t n,
 		for (i = 0; i < n; i++) {
 			const struct topo_host *a = &t->hosts[hosts[i]];
 			const struct topo_host *b =
-			        &t->hosts[hosts[(i + 1) % n]];
+				&t->hosts[hosts[(i + 1) % n]];
 
 			if (r >= a->nic_count || r >= b->nic_count)
 				continue;
 			if (scen_push(out, job, a->first_nic + r,
-			              b->first_nic + r) < 0)
+				      b->first_nic + r) < 0)
 				return -1;
 		}
 	}

@@ -38,14 +38,14 @@ struct scen_conns {
 
 /* Builds and finalizes the fabric; NULL with a message on error. */
 struct topo *scen_fabric(const struct scen_fabric_cfg *c, char *err,
-                         size_t errlen);
+			 size_t errlen);
 /*
  * Appends the ring edges of a job over hosts[0..n): for every rail r <
  * rails, NIC r of hosts[i] sends to NIC r of hosts[(i + 1) % n] (for n = 2
  * both directions). Returns 0 or -1 when out of memory.
  */
 int scen_ring(const struct topo *t, uint32_t job, const uint32_t *hosts,
-              uint32_t n, uint32_t rails, struct scen_conns *out);
+	      uint32_t n, uint32_t rails, struct scen_conns *out);
 uint32_t scen_ip(uint32_t host, uint32_t nic, uint32_t side, bool bonded);
 
 #endif /* C4_BENCH_SCEN_H */

@@ -32,19 +32,19 @@ tfab_new(uint32_t spines, uint32_t mult, bool bonded)
 	for (i = 0; i < 4; i++) {
 		snprintf(name, sizeof(name), "leaf%u", i);
 		ck_assert_uint_eq(
-		        topo_add_leaf(t, name, 0, 0, err, sizeof(err)), i);
+			topo_add_leaf(t, name, 0, 0, err, sizeof(err)), i);
 	}
 	for (i = 0; i < spines; i++) {
 		snprintf(name, sizeof(name), "spine%u", i);
 		ck_assert_uint_ne(
-		        topo_add_spine(t, name, 0, 0, err, sizeof(err)),
-		        TOPO_NONE);
+			topo_add_spine(t, name, 0, 0, err, sizeof(err)),
+			TOPO_NONE);
 	}
 	for (i = 0; i < 4; i++)
 		for (j = 0; j < spines; j++)
 			ck_assert_uint_ne(topo_add_links(t, i, j, mult, 400,
-			                                 err, sizeof(err)),
-			                  TOPO_NONE);
+							 err, sizeof(err)),
+					  TOPO_NONE);
 	for (i = 0; i < 4; i++) {
 		uint32_t pair = i / 2, h;
 
@@ -54,11 +54,11 @@ tfab_new(uint32_t spines, uint32_t mult, bool bonded)
 		for (j = 0; j < 2; j++) {
 			snprintf(name, sizeof(name), "nic%u", j);
 			ck_assert_uint_ne(topo_add_nic(t, h, name, 2 * pair,
-			                               tfab_ip(i, j, 0, bonded),
-			                               2 * pair + 1,
-			                               tfab_ip(i, j, 1, bonded),
-			                               200, err, sizeof(err)),
-			                  TOPO_NONE);
+						       tfab_ip(i, j, 0, bonded),
+						       2 * pair + 1,
+						       tfab_ip(i, j, 1, bonded),
+						       200, err, sizeof(err)),
+					  TOPO_NONE);
 		}
 	}
 	if (topo_finalize(t, err, sizeof(err)) < 0)
