@@ -517,6 +517,21 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 				req_id, (unsigned long long)r->job, r->nqp);
 			return -EEXIST;
 		}
+		/* a retry must ask for the same QPs, else it is a new request
+		 * under a reused id */
+		for (i = 0; i < n; i++) {
+			const struct alloc_qp_req *o = &a->qp[r->qps[i]].rq;
+
+			if (o->sip != qps[i].sip || o->dip != qps[i].dip ||
+			    o->side != qps[i].side ||
+			    alloc_w(o) != alloc_w(&qps[i])) {
+				alloc_err(err, errlen,
+					  "request id %s: QP %u differs from "
+					  "the first request",
+					  req_id, i);
+				return -EEXIST;
+			}
+		}
 		r->expires = now + lease_s;
 		for (i = 0; i < n; i++)
 			alloc_res(&a->qp[r->qps[i]], &out[i]);

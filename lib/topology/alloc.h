@@ -98,9 +98,9 @@ void alloc_free(struct alloc *a);
  * Allocates the n QPs of request req_id for job, lease until now + lease_s.
  * out[i] answers qps[i]. Returns 0; -EINVAL (bad argument, cross-side
  * request), -ENOENT (no catalog entry or no healthy same-side path),
- * -EEXIST (req_id in use by another job or with another QP count), -ENOMEM;
- * on error nothing is allocated and err says why. A known req_id renews
- * its lease and returns the current answer.
+ * -EEXIST (req_id in use by another job, or with other QPs), -ENOMEM;
+ * on error nothing is allocated and err says why. A known req_id asked
+ * with the same QPs renews its lease and returns the current answer.
  */
 int alloc_request(struct alloc *a, const char *req_id, uint64_t job,
 		  uint64_t now, uint32_t lease_s,

@@ -218,6 +218,12 @@ START_TEST(test_idempotent_and_conflicts)
 	ck_assert_int_eq(alloc_request(f.a, "x", 3, 0, 60, q, 2, again, err,
 				       sizeof(err)),
 			 -EEXIST);
+	q[2].weight = 5;
+	ck_assert_int_eq(alloc_request(f.a, "x", 3, 0, 60, q, 4, again, err,
+				       sizeof(err)),
+			 -EEXIST);
+	ck_assert_ptr_nonnull(strstr(err, "QP 2 differs"));
+	q[2].weight = 0;
 	ck_assert_int_eq(alloc_lookup(f.a, "x", again, 4), 0);
 	ck_assert_int_eq(memcmp(r, again, sizeof(r)), 0);
 	ck_assert_int_eq(alloc_lookup(f.a, "y", again, 4), -ENOENT);
