@@ -166,7 +166,8 @@ fsim_solve(const double *cap, uint32_t nres, struct fsim_flow *f, size_t n,
 		live++;
 	}
 	while (live > 0) {
-		double delta = -1;
+		uint32_t bottleneck = nres;
+		double delta = 0;
 
 		for (r = 0; r < nres; r++) {
 			double d;
@@ -174,10 +175,12 @@ fsim_solve(const double *cap, uint32_t nres, struct fsim_flow *f, size_t n,
 			if (cnt[r] == 0)
 				continue;
 			d = rem[r] / cnt[r];
-			if (delta < 0 || d < delta)
+			if (bottleneck == nres || d < delta) {
 				delta = d;
+				bottleneck = r;
+			}
 		}
-		if (delta < 0)
+		if (bottleneck == nres)
 			break; /* cannot happen: live flows cross resources */
 		if (delta < 0)
 			delta = 0;
@@ -185,6 +188,9 @@ fsim_solve(const double *cap, uint32_t nres, struct fsim_flow *f, size_t n,
 		for (r = 0; r < nres; r++)
 			if (cnt[r] > 0)
 				rem[r] -= delta * cnt[r];
+		/* the bottleneck is full by construction, whatever rounding
+		 * left in rem: every step freezes at least its flows */
+		rem[bottleneck] = 0;
 		for (r = 0; r < nres; r++) {
 			uint32_t j;
 

@@ -142,6 +142,70 @@ START_TEST(test_pooled_ideal)
 }
 END_TEST
 
+/*
+ * Random instances checked against the definition: rates respect every
+ * capacity, and every flow has a bottleneck, a full resource on which no
+ * flow gets more than it (the characterization of max-min fairness).
+ */
+START_TEST(test_maxmin_certificate)
+{
+	enum { NRES = 40, NFLOW = 300, ROUNDS = 20 };
+	double cap[NRES], used[NRES];
+	struct fsim_flow f[NFLOW];
+	char err[TOPO_ERR_MAX];
+	uint64_t x = 12345;
+	int round, i, k;
+
+	for (round = 0; round < ROUNDS; round++) {
+		for (i = 0; i < NRES; i++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			cap[i] = 10 + (double)(x >> 40) / (1 << 20);
+		}
+		for (i = 0; i < NFLOW; i++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			f[i].nres = (uint8_t)(1 + (x >> 60) % FSIM_MAX_HOPS);
+			for (k = 0; k < f[i].nres; k++) {
+				x = x * 6364136223846793005ULL +
+				    1442695040888963407ULL;
+				f[i].res[k] = (uint32_t)((x >> 33) % NRES);
+			}
+		}
+		ck_assert_int_eq(
+			fsim_solve(cap, NRES, f, NFLOW, err, sizeof(err)), 0);
+		for (i = 0; i < NRES; i++)
+			used[i] = 0;
+		for (i = 0; i < NFLOW; i++)
+			for (k = 0; k < f[i].nres; k++)
+				used[f[i].res[k]] += f[i].rate;
+		for (i = 0; i < NRES; i++)
+			ck_assert(used[i] <= cap[i] * (1 + 1e-9));
+		for (i = 0; i < NFLOW; i++) {
+			bool has_bottleneck = false;
+
+			ck_assert(f[i].rate > 0);
+			for (k = 0; k < f[i].nres && !has_bottleneck; k++) {
+				uint32_t r = f[i].res[k];
+				bool top = true;
+				int j, m;
+
+				if (used[r] < cap[r] * (1 - 1e-9))
+					continue;
+				for (j = 0; j < NFLOW && top; j++)
+					for (m = 0; m < f[j].nres; m++)
+						if (f[j].res[m] == r &&
+						    f[j].rate >
+							    f[i].rate *
+								    (1 + 1e-9))
+							top = false;
+				has_bottleneck = top;
+			}
+			ck_assert_msg(has_bottleneck,
+				      "flow %d has no bottleneck", i);
+		}
+	}
+}
+END_TEST
+
 START_TEST(test_link_balance)
 {
 	struct topo *t = tfab_new(2, 1, true);
@@ -178,6 +242,7 @@ main(void)
 	int failed;
 
 	tcase_add_test(tc, test_maxmin_classic);
+	tcase_add_test(tc, test_maxmin_certificate);
 	tcase_add_test(tc, test_dual_port_receive_collision);
 	tcase_add_test(tc, test_uplink_collision_and_busbw);
 	tcase_add_test(tc, test_pooled_ideal);
