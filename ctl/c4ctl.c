@@ -21,8 +21,8 @@
 #include "msg.h"
 
 #define CTL_DEFAULT_SERVER "127.0.0.1:7410"
-#define CTL_TOKEN_FILE     C4_SYSCONFDIR "/ctl.token"
-#define CTL_PING_MAX       100000
+#define CTL_TOKEN_FILE	   C4_SYSCONFDIR "/ctl.token"
+#define CTL_PING_MAX	   100000
 
 struct ctl {
 	const char *server;
@@ -36,11 +36,13 @@ static void
 ctl_usage(FILE *fp)
 {
 	fprintf(fp,
-		"usage: c4ctl [-s HOST:PORT] [-t TOKEN | -T FILE] [-o table|json]"
+		"usage: c4ctl [-s HOST:PORT] [-t TOKEN | -T FILE] [-o "
+		"table|json]"
 		" [-w MS] COMMAND\n"
 		"commands:\n"
 		"  ping [-c COUNT]   heartbeat round trips to the daemon\n"
-		"  status            the daemon's identity, uptime and counters\n"
+		"  status            the daemon's identity, uptime and "
+		"counters\n"
 		"options:\n"
 		"  -s ADDR   daemon address (default $C4_SERVER or %s)\n"
 		"  -t TOKEN  credential (default $C4_TOKEN, or the first line "
@@ -106,14 +108,21 @@ ctl_ping(struct ctl *c, int argc, char **argv)
 	while ((ch = getopt(argc, argv, "c:")) != -1) {
 		char *end;
 
-		if (ch != 'c')
+		if (ch != 'c') {
+			ctl_usage(stderr);
 			return 2;
+		}
 		count = strtol(optarg, &end, 10);
 		if (*end != '\0' || count < 1 || count > CTL_PING_MAX) {
 			fprintf(stderr, "c4ctl: ping -c takes 1..%d\n",
 				CTL_PING_MAX);
 			return 2;
 		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "c4ctl: ping: unexpected argument %s\n",
+			argv[optind]);
+		return 2;
 	}
 	t0 = ctl_now_ms();
 	if (ctl_connect(c) < 0)
@@ -146,7 +155,8 @@ ctl_ping(struct ctl *c, int argc, char **argv)
 		}
 		rtt[ok] = ctl_now_ms() - start;
 		if (env->type != C4__MSG_TYPE__MSG_HEARTBEAT ||
-		    !env->heartbeat->echo || env->heartbeat->nonce != hb.nonce) {
+		    !env->heartbeat->echo ||
+		    env->heartbeat->nonce != hb.nonce) {
 			fprintf(stderr, "c4ctl: heartbeat %ld: wrong answer\n",
 				i + 1);
 			msg_free(env);
@@ -272,8 +282,8 @@ main(int argc, char **argv)
 	int ch, rc;
 
 	memset(&c, 0, sizeof(c));
-	c.server = getenv("C4_SERVER") ? getenv("C4_SERVER")
-				       : CTL_DEFAULT_SERVER;
+	c.server =
+		getenv("C4_SERVER") ? getenv("C4_SERVER") : CTL_DEFAULT_SERVER;
 	c.timeout_ms = 5000;
 	while ((ch = getopt_long(argc, argv, "+s:t:T:o:w:hV", longopts,
 				 NULL)) != -1) {
@@ -303,8 +313,14 @@ main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'w':
-			c.timeout_ms = atoi(optarg);
+		case 'w': {
+			char *end;
+			long ms = strtol(optarg, &end, 10);
+
+			c.timeout_ms = *end == '\0' && ms > 0 && ms <= 3600000
+					       ? (int)ms
+					       : 0;
+		}
 			if (c.timeout_ms <= 0) {
 				fprintf(stderr, "c4ctl: -w takes milliseconds "
 						"above 0\n");

@@ -5,7 +5,10 @@
  */
 #define LOG_SUBSYS "agent"
 
+#include <grp.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +19,7 @@
 struct c4a_socket_conf {
 	char *path;
 	int64_t mode;
+	char *group;
 };
 
 struct c4a_conf {
@@ -30,7 +34,10 @@ static const struct cfg_field c4a_socket_fields[] = {
 	{"path", CFG_STR, offsetof(struct c4a_socket_conf, path), 0, 0, 0,
 	 "/run/c4/agent.sock", NULL, "unix socket for local CCL processes"},
 	{"mode", CFG_INT, offsetof(struct c4a_socket_conf, mode), CFG_OCTAL, 0,
-	 0777, "0660", NULL, "permissions of the socket file, in octal"},
+	 0777, "0660", NULL,
+	 "permissions of the socket file, in octal; 0 keeps the umask's"},
+	{"group", CFG_STR, offsetof(struct c4a_socket_conf, group), 0, 0, 0,
+	 NULL, NULL, "group given the socket file (CCL users' group)"},
 };
 
 static void
@@ -38,6 +45,8 @@ c4a_socket_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
 {
 	struct c4a_socket_conf *s = obj;
 
+	if (s->group != NULL && getgrnam(s->group) == NULL)
+		cfg_diag_add(d, at, "socket.group: no group '%s'", s->group);
 	if (s->path[0] != '/')
 		cfg_diag_add(d, at, "socket.path must be absolute");
 	else if (strlen(s->path) >= 108)
@@ -84,7 +93,36 @@ c4a_listen(struct dmn *d, char *bound, size_t len)
 	char addr[128];
 
 	snprintf(addr, sizeof(addr), "unix:%s", c->socket.path);
-	return srv_listen(d->srv, addr, (unsigned)c->socket.mode, bound, len);
+	if (srv_listen(d->srv, addr, (unsigned)c->socket.mode, bound, len) < 0)
+		return -1;
+	/* CCL processes of other users reach the socket through its group. */
+	if (c->socket.group != NULL) {
+		struct group *g = getgrnam(c->socket.group);
+
+		if (g == NULL ||
+		    chown(c->socket.path, (uid_t)-1, g->gr_gid) < 0) {
+			log_warn("socket %s: cannot give it to group %s",
+				 c->socket.path, c->socket.group);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The socket and node name are set at start; say so if a reload differs. */
+static void
+c4a_reload(struct dmn *d, const void *oldconf)
+{
+	const struct c4a_conf *n = d->conf, *o = oldconf;
+
+	if (strcmp(n->socket.path, o->socket.path) != 0 ||
+	    n->socket.mode != o->socket.mode ||
+	    (n->socket.group == NULL) != (o->socket.group == NULL) ||
+	    (n->socket.group && strcmp(n->socket.group, o->socket.group)) ||
+	    (n->node_name == NULL) != (o->node_name == NULL) ||
+	    (n->node_name && strcmp(n->node_name, o->node_name)))
+		log_warnx("reload: socket and node_name changes take a "
+			  "restart");
 }
 
 int
@@ -100,6 +138,7 @@ main(int argc, char **argv)
 		.role = C4__ROLE__ROLE_AGENT,
 		.listen = c4a_listen,
 		.node_of = c4a_node_of,
+		.reload = c4a_reload,
 	};
 
 	return dmn_main(argc, argv, &spec);

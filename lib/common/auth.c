@@ -47,8 +47,11 @@ auth_read_token_file(const char *path, char *err, size_t errlen)
 		return NULL;
 	}
 	if (fgets(line, sizeof(line), fp) == NULL) {
+		int failed = ferror(fp);
+
 		fclose(fp);
-		snprintf(err, errlen, "file is empty");
+		snprintf(err, errlen, "%s",
+			 failed ? strerror(errno) : "file is empty");
 		return NULL;
 	}
 	fclose(fp);

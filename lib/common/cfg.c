@@ -298,7 +298,14 @@ cfg_store_scalar(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 			return -1;
 		}
 		if (!cfg_bounds_ok(f, (double)iv)) {
-			cfg_bounds_error(c, p, f, text);
+			if (f->flags & CFG_OCTAL)
+				cfg_diag_add(
+					c->d, p,
+					"%s: %s is out of range [%#o, %#o]",
+					f->key, text, (unsigned)f->min,
+					(unsigned)f->max);
+			else
+				cfg_bounds_error(c, p, f, text);
 			return -1;
 		}
 		memcpy(slot, &iv, sizeof(iv));
@@ -420,6 +427,14 @@ cfg_load_strlist(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 			rc = -1;
 			continue;
 		}
+		if (strlen((const char *)item->data.scalar.value) >
+		    CFG_STR_MAX) {
+			cfg_diag_add(c->d, cfg_node_pos(item),
+				     "%s: item longer than %d characters",
+				     f->key, CFG_STR_MAX);
+			rc = -1;
+			continue;
+		}
 		l->v[l->n] = strdup((const char *)item->data.scalar.value);
 		if (l->v[l->n] == NULL)
 			return -1;
@@ -508,6 +523,9 @@ cfg_load_value(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 	}
 	switch (val->type) {
 	case YAML_SCALAR_NODE:
+		if (f->type == CFG_SECTION || f->type == CFG_LIST ||
+		    f->type == CFG_STRLIST)
+			break; /* reported below, as for any wrong kind */
 		return cfg_store_scalar(c, f, obj,
 					(const char *)val->data.scalar.value,
 					cfg_node_pos(val));
@@ -663,7 +681,10 @@ cfg_load_buffer(const char *name, const void *buf, size_t len,
 		cfg_diag_add(d, top, "out of memory");
 		return -1;
 	}
-	yaml_parser_set_input_string(&parser, buf, len);
+	/* libyaml insists on a buffer even for zero bytes. */
+	yaml_parser_set_input_string(&parser,
+				     buf != NULL ? buf : (const void *)"",
+				     buf != NULL ? len : 0);
 	if (!yaml_parser_load(&parser, &doc)) {
 		struct cfg_pos p = {(unsigned)parser.problem_mark.line + 1,
 				    (unsigned)parser.problem_mark.column + 1};
@@ -713,6 +734,17 @@ cfg_load_buffer(const char *name, const void *buf, size_t len,
 				rc = -1;
 			}
 			yaml_document_delete(&next);
+		} else {
+			struct cfg_pos p = {
+				(unsigned)parser.problem_mark.line + 1,
+				(unsigned)parser.problem_mark.column + 1};
+
+			cfg_diag_add(d, p, "YAML syntax error: %s%s%s",
+				     parser.problem ? parser.problem
+						    : "unknown",
+				     parser.context ? " " : "",
+				     parser.context ? parser.context : "");
+			rc = -1;
 		}
 	}
 	yaml_document_delete(&doc);
@@ -742,6 +774,15 @@ cfg_load_file(const char *path, const struct cfg_schema *schema, void *obj,
 			close(fd);
 		return -1;
 	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		cfg_diag_init(d, path);
+		memset(obj, 0, schema->size);
+		cfg_diag_add(d, top, "cannot read: %s",
+			     S_ISDIR(st.st_mode) ? strerror(EISDIR)
+						 : "not a regular file");
+		return -1;
+	}
 	if ((size_t)st.st_size > CFG_FILE_MAX) {
 		close(fd);
 		cfg_diag_init(d, path);
@@ -759,7 +800,19 @@ cfg_load_file(const char *path, const struct cfg_schema *schema, void *obj,
 	}
 	while (off < (size_t)st.st_size) {
 		got = read(fd, buf + off, (size_t)st.st_size - off);
-		if (got <= 0)
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			int e = errno;
+
+			close(fd);
+			free(buf);
+			cfg_diag_init(d, path);
+			memset(obj, 0, schema->size);
+			cfg_diag_add(d, top, "cannot read: %s", strerror(e));
+			return -1;
+		}
+		if (got == 0)
 			break;
 		off += (size_t)got;
 	}

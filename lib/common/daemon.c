@@ -64,7 +64,8 @@ dmn_usage(const struct dmn_spec *spec, FILE *fp)
 		"  -n       check the configuration and exit\n"
 		"  -v       with -n: print the canonical configuration; else "
 		"debug logging\n"
-		"  -d       stay in the foreground and log to stderr\n"
+		"  -d       log to stderr instead of the journal (the daemon\n"
+		"           never forks; systemd runs it as Type=notify)\n"
 		"  -V       print the version and exit\n",
 		spec->name, spec->default_config);
 }
@@ -79,10 +80,13 @@ dmn_load(const struct dmn_spec *spec, const char *path, int to_log)
 		return NULL;
 	if (cfg_load_file(path, spec->schema, conf, &d) < 0) {
 		/* On reload the errors go to the log (the journal). */
-		if (to_log)
+		if (to_log) {
 			for (size_t i = 0; i < d.n; i++)
 				log_errx("%s", d.msgs[i]);
-		else
+			if (d.dropped > 0)
+				log_errx("%s: %zu more errors not shown", path,
+					 d.dropped);
+		} else
 			cfg_diag_print(&d, stderr);
 		cfg_diag_free(&d);
 		cfg_free(spec->schema, conf);

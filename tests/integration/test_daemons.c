@@ -5,6 +5,7 @@
  * a clean stop.
  */
 #include <check.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,6 +390,46 @@ START_TEST(test_malformed_input_keeps_serving)
 }
 END_TEST
 
+/* The same session layer guards every daemon: a short round for each. */
+START_TEST(test_every_daemon_refuses_bad_input)
+{
+	static const struct {
+		const char *name;
+		const char *conf;
+	} daemons[] = {{"c4d-master", master_conf},
+		       {"c4p-master", c4p_conf},
+		       {"c4a-agent", agent_conf}};
+
+	for (size_t i = 0; i < 3; i++) {
+		struct th_daemon d;
+		struct cli good, bad;
+		uint8_t hdr[4];
+
+		ck_assert_int_eq(th_start(&d, daemons[i].name, daemons[i].conf),
+				 0);
+		good_client(&good, &d, C4__ROLE__ROLE_CTL, OPS_TOKEN, NULL);
+		raw_connect(&bad, &d);
+		ck_assert_int_eq(cli_send_raw(&bad, "\0\0\0\x05junk!", 9), 0);
+		expect_fatal(&bad, C4__ERROR_CODE__ERR_MALFORMED);
+		raw_connect(&bad, &d);
+		frame_put_header(hdr, 0x7fffffff);
+		ck_assert_int_eq(cli_send_raw(&bad, hdr, 4), 0);
+		expect_fatal(&bad, C4__ERROR_CODE__ERR_TOO_LARGE);
+		raw_connect(&bad, &d);
+		send_hello(&bad, C4__ROLE__ROLE_CTL, "wrong-operator-token",
+			   NULL);
+		expect_fatal(&bad, C4__ERROR_CODE__ERR_AUTH);
+		heartbeat_ok(&good);
+		ck_assert(th_alive(&d));
+		ck_assert_int_eq(counter(&d, "malformed"), 1);
+		ck_assert_int_eq(counter(&d, "too_large"), 1);
+		ck_assert_int_eq(counter(&d, "auth_failed"), 1);
+		cli_close(&good);
+		ck_assert_int_eq(th_stop(&d), 0);
+	}
+}
+END_TEST
+
 START_TEST(test_agent_unix_socket)
 {
 	struct th_daemon d;
@@ -411,6 +452,32 @@ START_TEST(test_agent_unix_socket)
 	ck_assert_int_eq(th_stop(&d), 0);
 	/* The socket file goes with the daemon. */
 	ck_assert_int_ne(stat(d.unix_path, &st), 0);
+}
+END_TEST
+
+/*
+ * Regression: under DynamicUser the socket file kept the daemon's own
+ * group, so CCL users could not connect; socket.group gives it theirs.
+ */
+START_TEST(test_agent_socket_group)
+{
+	struct group *g = getgrgid(getegid());
+	struct th_daemon d;
+	char conf[2048];
+	struct stat st;
+
+	ck_assert_ptr_nonnull(g);
+	snprintf(conf, sizeof(conf),
+		 "socket:\n  path: @DIR@/agent.sock\n  mode: 0660\n"
+		 "  group: %s\n"
+		 "credentials:\n  - name: ccl\n    token: " CCL_TOKEN "\n"
+		 "    roles: [ccl-client]\n",
+		 g->gr_name);
+	ck_assert_int_eq(th_start(&d, "c4a-agent", conf), 0);
+	ck_assert_int_eq(stat(d.unix_path, &st), 0);
+	ck_assert_int_eq(st.st_gid, g->gr_gid);
+	ck_assert_int_eq(st.st_mode & 0777, 0660);
+	ck_assert_int_eq(th_stop(&d), 0);
 }
 END_TEST
 
@@ -536,7 +603,9 @@ daemons_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_each_daemon_ping_status_stop);
 	tcase_add_test(tc, test_malformed_input_keeps_serving);
+	tcase_add_test(tc, test_every_daemon_refuses_bad_input);
 	tcase_add_test(tc, test_agent_unix_socket);
+	tcase_add_test(tc, test_agent_socket_group);
 	tcase_add_test(tc, test_many_sessions);
 	tcase_add_test(tc, test_reload);
 	tcase_add_test(tc, test_check_config);
