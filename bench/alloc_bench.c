@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "alloc.h"
-#include "scen.h"
+#include "fab.h"
 
 static double
 now_s(void)
@@ -33,7 +33,7 @@ now_s(void)
 }
 
 struct job {
-	struct scen_conns conns;
+	struct fab_conns conns;
 	uint32_t qpc;
 	struct alloc_qp_req *rq; /* conns.n * qpc */
 	struct alloc_qp_res *rs;
@@ -56,7 +56,7 @@ job_build(struct job *j, const struct topo *t, uint32_t qpc)
 		return -1;
 	for (i = 0; i < t->nhosts; i++)
 		hosts[i] = i;
-	if (scen_ring(t, 1, hosts, t->nhosts, 8, &j->conns) < 0) {
+	if (fab_ring(t, 1, hosts, t->nhosts, 8, &j->conns) < 0) {
 		free(hosts);
 		return -1;
 	}
@@ -123,7 +123,7 @@ metric(const char *name, double v, const char *unit)
 int
 main(int argc, char **argv)
 {
-	struct scen_fabric_cfg fc = {1024, 8, 128, 64, 1, 200, 200, true};
+	struct fab_cfg fc = {1024, 8, 128, 64, 1, 200, 200, true};
 	struct hash_model m = {1};
 	char err[TOPO_ERR_MAX], id[ALLOC_REQID_MAX];
 	struct catalog *cat = NULL;
@@ -149,7 +149,7 @@ main(int argc, char **argv)
 	}
 	if (qpc == 0 || qpc > 64 || rounds == 0)
 		return 2;
-	t = scen_fabric(&fc, err, sizeof(err));
+	t = fab_build(&fc, err, sizeof(err));
 	if (t == NULL) {
 		fprintf(stderr, "fabric: %s\n", err);
 		return 1;

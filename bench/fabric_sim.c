@@ -27,11 +27,11 @@
 
 #include "alloc.h"
 #include "fsim.h"
-#include "scen.h"
+#include "fab.h"
 
 struct sim {
 	struct topo *t;
-	struct scen_conns conns;
+	struct fab_conns conns;
 	uint32_t njobs;
 	uint32_t qpc; /* QPs per connection */
 	size_t nflows;
@@ -155,7 +155,7 @@ sim_route(struct sim *s, const struct hash_model *m)
 	size_t c, q;
 
 	for (c = 0; c < s->conns.n; c++) {
-		const struct scen_conn *cn = &s->conns.v[c];
+		const struct fab_conn *cn = &s->conns.v[c];
 		struct hash_ctx hc[TOPO_SIDES];
 		uint8_t side;
 
@@ -240,7 +240,7 @@ sim_c4p(struct sim *s, uint64_t seed, enum c4p_mode mode, uint32_t fail_link,
 	if (a == NULL || rq == NULL || rs == NULL || claimed == NULL)
 		goto out;
 	for (c = 0; c < s->conns.n; c++) {
-		const struct scen_conn *cn = &s->conns.v[c];
+		const struct fab_conn *cn = &s->conns.v[c];
 
 		for (q = 0; q < s->qpc; q++) {
 			uint8_t side = sim_side(s, c * s->qpc + q);
@@ -308,7 +308,7 @@ sim_ideal(struct sim *s, struct outcome *o)
 
 	memset(o, 0, sizeof(*o));
 	for (f = 0; f < s->nflows; f++) {
-		const struct scen_conn *cn = &s->conns.v[s->conn_of[f]];
+		const struct fab_conn *cn = &s->conns.v[s->conn_of[f]];
 		uint8_t side = sim_side(s, f);
 
 		fsim_flow_pooled(s->t, s->t->nics[cn->src_nic].port[side],
@@ -427,13 +427,13 @@ run_scenario(const char *name, struct sim *s, unsigned seeds,
 static int
 build(struct sim *s, uint32_t spines, bool multi_job, uint32_t qpc)
 {
-	struct scen_fabric_cfg fc = {16, 8, 4, spines, 1, 200, 800, true};
+	struct fab_cfg fc = {16, 8, 4, spines, 1, 200, 800, true};
 	char err[TOPO_ERR_MAX];
 	struct topo *t;
 	uint32_t hosts[16], j, njobs = 1;
 
 	memset(s, 0, sizeof(*s));
-	t = scen_fabric(&fc, err, sizeof(err));
+	t = fab_build(&fc, err, sizeof(err));
 	if (t == NULL) {
 		fprintf(stderr, "fabric: %s\n", err);
 		return -1;
@@ -441,7 +441,7 @@ build(struct sim *s, uint32_t spines, bool multi_job, uint32_t qpc)
 	if (!multi_job) {
 		for (j = 0; j < 16; j++)
 			hosts[j] = j;
-		if (scen_ring(t, 0, hosts, 16, 8, &s->conns) < 0)
+		if (fab_ring(t, 0, hosts, 16, 8, &s->conns) < 0)
 			goto fail;
 	} else {
 		/* job j: hosts 2j and 2j+1, on leaf pairs (2j)%4, (2j+1)%4 */
@@ -449,7 +449,7 @@ build(struct sim *s, uint32_t spines, bool multi_job, uint32_t qpc)
 		for (j = 0; j < 8; j++) {
 			hosts[0] = 2 * j;
 			hosts[1] = 2 * j + 1;
-			if (scen_ring(t, j, hosts, 2, 8, &s->conns) < 0)
+			if (fab_ring(t, j, hosts, 2, 8, &s->conns) < 0)
 				goto fail;
 		}
 	}

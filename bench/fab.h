@@ -1,5 +1,5 @@
 /*
- * scen.h: fabrics and ring jobs for the C4P benchmarks (bench-fabric-sim,
+ * fab.h: fabrics and ring jobs for the C4P benchmarks (bench-fabric-sim,
  * bench-alloc), built through the lib/topology builder API.
  *
  * Fabric layout: leaves come in pairs (2p, 2p+1); host h hangs off pair
@@ -8,12 +8,12 @@
  * spine. NIC n of host h has IP 10.0.0.0 + h * 64 + n * 2 (+1 for the
  * right port when not bonded).
  */
-#ifndef C4_BENCH_SCEN_H
-#define C4_BENCH_SCEN_H
+#ifndef C4_BENCH_FAB_H
+#define C4_BENCH_FAB_H
 
 #include "topo.h"
 
-struct scen_fabric_cfg {
+struct fab_cfg {
 	uint32_t hosts;
 	uint32_t nics; /* per host */
 	uint32_t leaf_pairs;
@@ -25,27 +25,26 @@ struct scen_fabric_cfg {
 };
 
 /* A ring edge: NIC src_nic sends to NIC dst_nic for job. */
-struct scen_conn {
+struct fab_conn {
 	uint32_t job;
 	uint32_t src_nic;
 	uint32_t dst_nic;
 };
 
-struct scen_conns {
-	struct scen_conn *v;
+struct fab_conns {
+	struct fab_conn *v;
 	size_t n, cap;
 };
 
 /* Builds and finalizes the fabric; NULL with a message on error. */
-struct topo *scen_fabric(const struct scen_fabric_cfg *c, char *err,
-			 size_t errlen);
+struct topo *fab_build(const struct fab_cfg *c, char *err, size_t errlen);
 /*
  * Appends the ring edges of a job over hosts[0..n): for every rail r <
  * rails, NIC r of hosts[i] sends to NIC r of hosts[(i + 1) % n] (for n = 2
  * both directions). Returns 0 or -1 when out of memory.
  */
-int scen_ring(const struct topo *t, uint32_t job, const uint32_t *hosts,
-	      uint32_t n, uint32_t rails, struct scen_conns *out);
-uint32_t scen_ip(uint32_t host, uint32_t nic, uint32_t side, bool bonded);
+int fab_ring(const struct topo *t, uint32_t job, const uint32_t *hosts,
+	     uint32_t n, uint32_t rails, struct fab_conns *out);
+uint32_t fab_ip(uint32_t host, uint32_t nic, uint32_t side, bool bonded);
 
-#endif /* C4_BENCH_SCEN_H */
+#endif /* C4_BENCH_FAB_H */

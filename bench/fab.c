@@ -1,19 +1,19 @@
 /*
- * scen.c: benchmark fabrics and ring jobs (see scen.h).
+ * fab.c: benchmark fabrics and ring jobs (see fab.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "scen.h"
+#include "fab.h"
 
 uint32_t
-scen_ip(uint32_t host, uint32_t nic, uint32_t side, bool bonded)
+fab_ip(uint32_t host, uint32_t nic, uint32_t side, bool bonded)
 {
 	return (10u << 24) + host * 64 + nic * 2 + (bonded ? 0 : side);
 }
 
 struct topo *
-scen_fabric(const struct scen_fabric_cfg *c, char *err, size_t errlen)
+fab_build(const struct fab_cfg *c, char *err, size_t errlen)
 {
 	struct topo *t = topo_new();
 	char name[TOPO_NAME_MAX];
@@ -48,9 +48,9 @@ scen_fabric(const struct scen_fabric_cfg *c, char *err, size_t errlen)
 		for (j = 0; j < c->nics; j++) {
 			snprintf(name, sizeof(name), "nic%u", j);
 			if (topo_add_nic(t, h, name, 2 * pair,
-					 scen_ip(i, j, TOPO_LEFT, c->bonded),
+					 fab_ip(i, j, TOPO_LEFT, c->bonded),
 					 2 * pair + 1,
-					 scen_ip(i, j, TOPO_RIGHT, c->bonded),
+					 fab_ip(i, j, TOPO_RIGHT, c->bonded),
 					 c->port_gbps, err,
 					 errlen) == TOPO_NONE)
 				goto fail;
@@ -65,11 +65,11 @@ fail:
 }
 
 static int
-scen_push(struct scen_conns *o, uint32_t job, uint32_t s, uint32_t d)
+fab_push(struct fab_conns *o, uint32_t job, uint32_t s, uint32_t d)
 {
 	if (o->n == o->cap) {
 		size_t ncap = o->cap == 0 ? 256 : o->cap * 2;
-		struct scen_conn *nv = realloc(o->v, ncap * sizeof(*nv));
+		struct fab_conn *nv = realloc(o->v, ncap * sizeof(*nv));
 
 		if (nv == NULL)
 			return -1;
@@ -84,8 +84,8 @@ scen_push(struct scen_conns *o, uint32_t job, uint32_t s, uint32_t d)
 }
 
 int
-scen_ring(const struct topo *t, uint32_t job, const uint32_t *hosts, uint32_t n,
-	  uint32_t rails, struct scen_conns *out)
+fab_ring(const struct topo *t, uint32_t job, const uint32_t *hosts, uint32_t n,
+	 uint32_t rails, struct fab_conns *out)
 {
 	uint32_t r, i;
 
@@ -97,8 +97,8 @@ scen_ring(const struct topo *t, uint32_t job, const uint32_t *hosts, uint32_t n,
 
 			if (r >= a->nic_count || r >= b->nic_count)
 				continue;
-			if (scen_push(out, job, a->first_nic + r,
-				      b->first_nic + r) < 0)
+			if (fab_push(out, job, a->first_nic + r,
+				     b->first_nic + r) < 0)
 				return -1;
 		}
 	}
