@@ -247,6 +247,34 @@ cfg_bounds_error(struct cfg_ctx *c, struct cfg_pos p, const struct cfg_field *f,
 }
 
 /*
+ * Stores an int64 written with units (durations, sizes): parse converts
+ * the text, what describes the expected form, and the range error shows
+ * the bounds with unit after each bound and tail after the range.
+ */
+static int
+cfg_store_unit(struct cfg_ctx *c, const struct cfg_field *f, char *slot,
+	       const char *text, struct cfg_pos p,
+	       int (*parse)(const char *, int64_t *), const char *what,
+	       const char *unit, const char *tail)
+{
+	int64_t iv;
+
+	if (parse(text, &iv) < 0) {
+		cfg_diag_add(c->d, p, "%s: expected %s, got '%s'", f->key, what,
+			     text);
+		return -1;
+	}
+	if (!cfg_bounds_ok(f, (double)iv)) {
+		cfg_diag_add(c->d, p,
+			     "%s: %s is out of range [%.15g%s, %.15g%s]%s",
+			     f->key, text, f->min, unit, f->max, unit, tail);
+		return -1;
+	}
+	memcpy(slot, &iv, sizeof(iv));
+	return 0;
+}
+
+/*
  * Converts one scalar for field f and stores it.  p is where the value was
  * written (for defaults, a zero position).  Returns 0 or -1 after reporting.
  */
@@ -335,39 +363,13 @@ cfg_store_scalar(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 		memcpy(slot, &bv, sizeof(bv));
 		return 0;
 	case CFG_DURATION:
-		if (cfg_parse_duration_ms(text, &iv) < 0) {
-			cfg_diag_add(c->d, p,
-				     "%s: expected a duration such as 500ms, "
-				     "5s, 2m or 1h, got '%s'",
-				     f->key, text);
-			return -1;
-		}
-		if (!cfg_bounds_ok(f, (double)iv)) {
-			cfg_diag_add(
-				c->d, p,
-				"%s: %s is out of range [%.15gms, %.15gms]",
-				f->key, text, f->min, f->max);
-			return -1;
-		}
-		memcpy(slot, &iv, sizeof(iv));
-		return 0;
+		return cfg_store_unit(
+			c, f, slot, text, p, cfg_parse_duration_ms,
+			"a duration such as 500ms, 5s, 2m or 1h", "ms", "");
 	case CFG_SIZE:
-		if (cfg_parse_size(text, &iv) < 0) {
-			cfg_diag_add(c->d, p,
-				     "%s: expected a size such as 4096, 64KiB "
-				     "or 4MiB, got '%s'",
-				     f->key, text);
-			return -1;
-		}
-		if (!cfg_bounds_ok(f, (double)iv)) {
-			cfg_diag_add(
-				c->d, p,
-				"%s: %s is out of range [%.15g, %.15g] bytes",
-				f->key, text, f->min, f->max);
-			return -1;
-		}
-		memcpy(slot, &iv, sizeof(iv));
-		return 0;
+		return cfg_store_unit(c, f, slot, text, p, cfg_parse_size,
+				      "a size such as 4096, 64KiB or 4MiB", "",
+				      " bytes");
 	case CFG_ENUM: {
 		const char *const *names = f->sub;
 		char choices[512] = "";
@@ -887,30 +889,25 @@ cfg_print_str(FILE *fp, const char *s)
 	fputc('"', fp);
 }
 
-static void
-cfg_print_duration(FILE *fp, int64_t ms)
-{
-	if (ms != 0 && ms % 3600000 == 0)
-		fprintf(fp, "%" PRId64 "h", ms / 3600000);
-	else if (ms != 0 && ms % 60000 == 0)
-		fprintf(fp, "%" PRId64 "m", ms / 60000);
-	else if (ms != 0 && ms % 1000 == 0)
-		fprintf(fp, "%" PRId64 "s", ms / 1000);
-	else
-		fprintf(fp, "%" PRId64 "ms", ms);
-}
+struct cfg_unit {
+	int64_t mult;
+	const char *name;
+};
 
+static const struct cfg_unit cfg_duration_units[] = {
+	{3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}};
+static const struct cfg_unit cfg_size_units[] = {
+	{1073741824, "GiB"}, {1048576, "MiB"}, {1024, "KiB"}, {1, ""}};
+
+/* Writes v in the largest unit that divides it (units largest first). */
 static void
-cfg_print_size(FILE *fp, int64_t b)
+cfg_print_unit(FILE *fp, int64_t v, const struct cfg_unit *u, size_t n)
 {
-	if (b != 0 && b % 1073741824 == 0)
-		fprintf(fp, "%" PRId64 "GiB", b / 1073741824);
-	else if (b != 0 && b % 1048576 == 0)
-		fprintf(fp, "%" PRId64 "MiB", b / 1048576);
-	else if (b != 0 && b % 1024 == 0)
-		fprintf(fp, "%" PRId64 "KiB", b / 1024);
-	else
-		fprintf(fp, "%" PRId64, b);
+	size_t i = 0;
+
+	while (i + 1 < n && (v == 0 || v % u[i].mult != 0))
+		i++;
+	fprintf(fp, "%" PRId64 "%s", v / u[i].mult, u[i].name);
 }
 
 static void cfg_print_mapping(FILE *fp, const struct cfg_schema *s,
@@ -966,21 +963,20 @@ cfg_print_field(FILE *fp, const struct cfg_field *f, const void *obj,
 			v ? "true" : "false");
 		return;
 	}
-	case CFG_DURATION: {
-		int64_t v;
-
-		memcpy(&v, slot, sizeof(v));
-		fprintf(fp, "%*s%s: ", indent, "", f->key);
-		cfg_print_duration(fp, v);
-		fputc('\n', fp);
-		return;
-	}
+	case CFG_DURATION:
 	case CFG_SIZE: {
 		int64_t v;
 
 		memcpy(&v, slot, sizeof(v));
 		fprintf(fp, "%*s%s: ", indent, "", f->key);
-		cfg_print_size(fp, v);
+		if (f->type == CFG_DURATION)
+			cfg_print_unit(fp, v, cfg_duration_units,
+				       sizeof(cfg_duration_units) /
+					       sizeof(cfg_duration_units[0]));
+		else
+			cfg_print_unit(fp, v, cfg_size_units,
+				       sizeof(cfg_size_units) /
+					       sizeof(cfg_size_units[0]));
 		fputc('\n', fp);
 		return;
 	}

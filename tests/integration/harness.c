@@ -27,28 +27,29 @@ th_now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
+/* env's directory (or fallback) joined with relpath, in a small ring. */
+static const char *
+th_path(const char *env, const char *fallback, const char *relpath)
+{
+	static char buf[16][PATH_MAX];
+	static int next;
+	const char *root = getenv(env);
+	char *b = buf[next++ % 16];
+
+	snprintf(b, PATH_MAX, "%s/%s", root ? root : fallback, relpath);
+	return b;
+}
+
 const char *
 th_bin(const char *relpath)
 {
-	static char buf[8][PATH_MAX];
-	static int next;
-	const char *root = getenv("C4_BUILD_ROOT");
-	char *b = buf[next++ % 8];
-
-	snprintf(b, PATH_MAX, "%s/%s", root ? root : ".", relpath);
-	return b;
+	return th_path("C4_BUILD_ROOT", ".", relpath);
 }
 
 const char *
 th_data(const char *relpath)
 {
-	static char buf[8][PATH_MAX];
-	static int next;
-	const char *root = getenv("C4_TEST_DATA");
-	char *b = buf[next++ % 8];
-
-	snprintf(b, PATH_MAX, "%s/%s", root ? root : "tests/data", relpath);
-	return b;
+	return th_path("C4_TEST_DATA", "tests/data", relpath);
 }
 
 static int

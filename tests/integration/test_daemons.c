@@ -62,6 +62,14 @@ static const char agent_conf[] = "node_name: node-a\n"
 				 "    token: " OPS_TOKEN "\n"
 				 "    roles: [ctl]\n";
 
+/* Each daemon with a configuration that starts it on loopback. */
+static const struct {
+	const char *name;
+	const char *conf;
+} daemons[] = {{"c4d-master", master_conf},
+	       {"c4p-master", c4p_conf},
+	       {"c4a-agent", agent_conf}};
+
 /* c4ctl [args...] against d; returns its exit status. */
 static int
 ctl(const struct th_daemon *d, const char *token, char *out, size_t outlen,
@@ -188,13 +196,6 @@ send_hello(struct cli *c, C4__Role role, const char *token, const char *job)
 
 START_TEST(test_each_daemon_ping_status_stop)
 {
-	static const struct {
-		const char *name;
-		const char *conf;
-	} daemons[] = {{"c4d-master", master_conf},
-		       {"c4p-master", c4p_conf},
-		       {"c4a-agent", agent_conf}};
-
 	for (size_t i = 0; i < 3; i++) {
 		struct th_daemon d;
 		char out[8192], want[128];
@@ -393,13 +394,6 @@ END_TEST
 /* The same session layer guards every daemon: a short round for each. */
 START_TEST(test_every_daemon_refuses_bad_input)
 {
-	static const struct {
-		const char *name;
-		const char *conf;
-	} daemons[] = {{"c4d-master", master_conf},
-		       {"c4p-master", c4p_conf},
-		       {"c4a-agent", agent_conf}};
-
 	for (size_t i = 0; i < 3; i++) {
 		struct th_daemon d;
 		struct cli good, bad;

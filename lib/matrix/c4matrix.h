@@ -1,0 +1,286 @@
+/*
+ * c4matrix.h: the C4D detection engine.
+ *
+ * The engine takes per-interval summaries of what every rank of a job did
+ * (collectives, connections, waits, progress markers) as plain C structs and
+ * returns events: slow connections, slow transmit or receive sides, slow
+ * ranks, hangs and lost nodes. It is independent of the wire format; the
+ * c4d-master fills these structs from what the agents send.
+ *
+ * Everything is sparse: state is kept per communicator member, per device,
+ * per NIC port and per connection that actually carried traffic, never per
+ * pair of ranks. All durations are microseconds measured on one host; the
+ * engine never compares timestamps taken on different hosts.
+ *
+ * The library never prints and never exits. It is not thread-safe: one
+ * engine per job, driven by one thread.
+ */
+#ifndef C4MATRIX_H
+#define C4MATRIX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- limits ------------------------------------------------------------ */
+#define C4M_MAX_RANKS	 (1u << 19) /* ranks per communicator (19-bit key) */
+#define C4M_MAX_COMMS	 (1u << 23) /* communicators per job (23-bit key) */
+#define C4M_MAX_SUSPECTS 4	    /* suspects carried by one event */
+#define C4M_MAX_CELLS	 8	    /* triggering cells carried by one event */
+#define C4M_HIST_MAX	 16	    /* longest persistence window (n) */
+
+/* ---- default parameters (see docs/detection.md) ------------------------ */
+#define C4M_DEF_PERSIST_K	   2	/* hot in k ...                      */
+#define C4M_DEF_PERSIST_N	   3	/* ... of the last n intervals       */
+#define C4M_DEF_RESOLVE_N	   3	/* clean intervals before resolution */
+#define C4M_DEF_MIN_SLOWDOWN	   1.05 /* least slowdown that is an anomaly */
+#define C4M_DEF_COLD_SLOWDOWN	   1.40 /* same, before a baseline exists    */
+#define C4M_DEF_Z_MIN		   4.0	/* least robust z of a hot cell      */
+#define C4M_DEF_COLD_Z_MIN	   6.0	/* same, before a baseline exists    */
+#define C4M_DEF_SIGMA_FLOOR	   0.01 /* least spread (log units)          */
+#define C4M_DEF_BASE_ALPHA	   0.1	/* EWMA weight of a new clean sample */
+#define C4M_DEF_WARM_INTERVALS	   4	/* clean samples before warm         */
+#define C4M_DEF_MIN_CHUNKS	   8	/* chunks for a usable cell sample   */
+#define C4M_DEF_MIN_CLASS	   32	/* cells for a class of its own      */
+#define C4M_DEF_MIN_GROUP	   4	/* members for a rank comparison     */
+#define C4M_DEF_ROW_MIN_HOT	   2	/* hot cells for a hot row/column    */
+#define C4M_DEF_ROW_FRAC	   0.6	/* hot fraction for a hot row/column */
+#define C4M_DEF_COLD_FRAC	   0.5	/* below this a row/column is clean  */
+#define C4M_DEF_HANG_TIMEOUT	   2	/* intervals without completion      */
+#define C4M_DEF_NODE_TIMEOUT	   2	/* intervals without any data        */
+#define C4M_DEF_UPDATE_DELTA	   0.10 /* slowdown change worth an update   */
+
+/* ---- enumerations ------------------------------------------------------ */
+enum c4m_transport {
+	C4M_TR_NVLINK = 0, /* intra-host */
+	C4M_TR_PCIE,	   /* intra-host */
+	C4M_TR_SHM,	   /* intra-host */
+	C4M_TR_NET,	   /* inter-host: IB/RoCE through a NIC port */
+	C4M_TR_COUNT
+};
+
+enum c4m_algo {
+	C4M_ALGO_RING = 0,
+	C4M_ALGO_TREE,
+	C4M_ALGO_P2P, /* send/recv, all-to-all */
+	C4M_ALGO_OTHER,
+	C4M_ALGO_COUNT
+};
+
+enum c4m_kind {
+	C4M_EV_COMM_SLOW_LINK = 0, /* one connection (cable, port, path) */
+	C4M_EV_COMM_SLOW_TX,	   /* a source's transmit side (row)     */
+	C4M_EV_COMM_SLOW_RX,	   /* a destination's receive side (col) */
+	C4M_EV_COMM_SLOW_AMBIG,	   /* pattern cannot separate tx/link/rx */
+	C4M_EV_NONCOMM_SLOW,	   /* a rank late to its collectives     */
+	C4M_EV_COMM_HANG,	   /* all entered op k, connections stuck */
+	C4M_EV_NONCOMM_HANG,	   /* ranks never entered op k           */
+	C4M_EV_NODE_LOST,	   /* no data from a host                */
+	C4M_EV_COUNT
+};
+
+enum c4m_state { C4M_ST_OPEN = 0, C4M_ST_UPDATED, C4M_ST_RESOLVED };
+
+enum c4m_role {
+	C4M_ROLE_TX = 0, /* transmit side of a NIC port or GPU  */
+	C4M_ROLE_RX,	 /* receive side of a NIC port or GPU   */
+	C4M_ROLE_LINK,	 /* the path between two endpoints      */
+	C4M_ROLE_RANK,	 /* the process / GPU itself            */
+	C4M_ROLE_HOST	 /* the whole host                      */
+};
+
+enum c4m_action {
+	C4M_ACT_NONE = 0,
+	C4M_ACT_ISOLATE_HOST, /* take isolate_host out, restart         */
+	C4M_ACT_CHECK_LINK,   /* inspect the path between the two hosts */
+	C4M_ACT_INVESTIGATE   /* evidence points at several suspects    */
+};
+
+/* ---- input ------------------------------------------------------------- */
+
+/* Where a rank runs. nic/port name the NIC port its network traffic uses. */
+struct c4m_rank_loc {
+	uint32_t host;
+	uint16_t gpu;
+	uint16_t nic;
+	uint8_t port;
+};
+
+/*
+ * Summary of one duration distribution over an interval, in microseconds.
+ * Quantiles are those of the agent's sketch; count == 0 means no samples.
+ */
+struct c4m_stats {
+	uint64_t count;
+	double sum;
+	double min;
+	double max;
+	double p50;
+	double p90;
+	double p99;
+};
+
+/*
+ * Per rank and communicator, per interval. Sent even when the rank ran no
+ * collective in the interval: the progress markers double as a heartbeat.
+ * seq_enter/seq_done are cumulative (last op sequence number entered and
+ * completed, 0 = none yet). gap is the local time between the end of the
+ * rank's previous collective (on any communicator) and the start of this
+ * one, i.e. its own compute and data loading. t_first_ns is a host clock
+ * reading kept for the record; the engine does not trust it.
+ */
+struct c4m_coll {
+	uint64_t comm;
+	uint32_t rank;
+	uint8_t op;
+	uint8_t algo;
+	uint8_t proto;
+	uint32_t nops;
+	uint64_t bytes;
+	struct c4m_stats kernel;
+	struct c4m_stats gap;
+	uint64_t seq_enter_first;
+	uint64_t seq_enter;
+	uint64_t seq_done_first;
+	uint64_t seq_done;
+	int64_t t_first_ns;
+};
+
+/*
+ * Per directed connection (src rank -> dst rank of a communicator, one
+ * algorithm's connection over a set of channels), per interval. xfer holds
+ * the per-chunk transfer time (post to completion at the sender). pending is
+ * the number of chunks posted but not completed at the end of the interval;
+ * with bytes == 0 it marks a connection that stopped moving.
+ */
+struct c4m_conn {
+	uint64_t comm;
+	uint32_t src;
+	uint32_t dst;
+	uint64_t channels;
+	uint8_t transport;
+	uint8_t algo;
+	uint64_t bytes;
+	uint64_t chunks;
+	uint32_t pending;
+	struct c4m_stats xfer;
+};
+
+/* Per rank and communicator, per interval: proxy wait totals (us). */
+struct c4m_wait {
+	uint64_t comm;
+	uint32_t rank;
+	uint64_t nsteps;
+	double recv_wait_us;
+	double send_peer_wait_us;
+	double send_gpu_wait_us;
+};
+
+/*
+ * One reporting interval. hosts lists the hosts heard from (agent
+ * heartbeats); when it is NULL the engine counts a host as heard from when
+ * any summary names one of its ranks.
+ */
+struct c4m_input {
+	uint64_t interval;
+	const struct c4m_coll *coll;
+	size_t ncoll;
+	const struct c4m_conn *conn;
+	size_t nconn;
+	const struct c4m_wait *wait;
+	size_t nwait;
+	const uint32_t *hosts;
+	size_t nhosts;
+};
+
+/* ---- output ------------------------------------------------------------ */
+
+struct c4m_suspect {
+	uint8_t role;	    /* enum c4m_role */
+	uint8_t transport;  /* enum c4m_transport for tx/rx/link */
+	uint64_t comm;	    /* communicator the rank numbers refer to */
+	uint32_t rank;	    /* rank in comm (tx side for a link) */
+	uint32_t peer_rank; /* rx side rank of a link, else = rank */
+	uint32_t host;
+	uint16_t gpu;
+	uint16_t nic;
+	uint8_t port;
+	uint32_t peer_host; /* rx side of a link, else = host */
+	uint16_t peer_gpu;
+	uint16_t peer_nic;
+	uint8_t peer_port;
+};
+
+struct c4m_cell {
+	uint64_t comm;
+	uint32_t src;
+	uint32_t dst;
+	uint8_t algo;
+	float ratio; /* time per byte over this cell's own baseline */
+	float z;     /* robust z against its class */
+};
+
+/*
+ * An event. id is stable for the life of the anomaly (a hash of its kind
+ * and culprit), so the daemon can store its lifecycle and drop duplicates:
+ * one OPEN, zero or more UPDATED, one RESOLVED per id and episode.
+ */
+struct c4m_event {
+	uint64_t id;
+	uint8_t kind;  /* enum c4m_kind */
+	uint8_t state; /* enum c4m_state */
+	uint8_t ambiguous;
+	uint8_t action; /* enum c4m_action */
+	uint64_t comm;	/* communicator of the evidence (first seen) */
+	uint8_t nsuspects;
+	struct c4m_suspect suspects[C4M_MAX_SUSPECTS]; /* most likely first */
+	uint8_t ncells;
+	uint32_t ncells_total; /* triggering cells, of which ncells kept */
+	struct c4m_cell cells[C4M_MAX_CELLS];
+	double slowdown;   /* typical ratio over baseline (1.0 for hangs) */
+	double score;	   /* strongest robust z, or intervals stalled */
+	double confidence; /* 0..1 */
+	uint64_t hang_seq; /* op sequence a hang is stuck at */
+	uint32_t isolate_host;
+	uint64_t first_interval;
+	uint64_t last_interval;
+};
+
+/* ---- parameters -------------------------------------------------------- */
+struct c4m_params {
+	unsigned persist_k;
+	unsigned persist_n;
+	unsigned resolve_n;
+	double min_slowdown;
+	double cold_slowdown;
+	double z_min;
+	double cold_z_min;
+	double sigma_floor;
+	double base_alpha;
+	unsigned warm_intervals;
+	unsigned min_chunks;
+	unsigned min_class;
+	unsigned min_group;
+	unsigned row_min_hot;
+	double row_frac;
+	double cold_frac;
+	unsigned hang_timeout; /* intervals */
+	unsigned node_timeout; /* intervals */
+	double update_delta;
+};
+
+struct matrix;
+
+void matrix_params_default(struct c4m_params *p);
+struct matrix *matrix_new(const struct c4m_params *p);
+void matrix_free(struct matrix *m);
+int matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
+		    const struct c4m_rank_loc *map);
+int matrix_analyze(struct matrix *m, const struct c4m_input *in,
+		   const struct c4m_event **ev, size_t *nev);
+size_t matrix_ncells(const struct matrix *m);
+const char *matrix_kind_name(unsigned kind);
+const char *matrix_state_name(unsigned state);
+const char *matrix_role_name(unsigned role);
+void matrix_mem_usage(size_t *cur, size_t *peak);
+
+#endif /* C4MATRIX_H */

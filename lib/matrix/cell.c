@@ -1,0 +1,670 @@
+/*
+ * cell.c: communication-slow detection on the sparse delay matrix.
+ *
+ * A cell is one directed connection (communicator, algorithm, src, dst)
+ * that carried traffic. Its sample per interval is the median per-chunk
+ * transfer time divided by the chunk size (time per byte), taken on the
+ * sender's host. Cells are compared with their class (same communicator,
+ * transport and chunk-size class; small classes are pooled across
+ * communicators) and with their own clean history, so static per-link
+ * differences and job-wide drift both cancel. Hot cells are then grouped
+ * by endpoint: the transmit side of a NIC port or GPU (a row) and the
+ * receive side (a column).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "matrix_int.h"
+
+#define CELL_CLS_USABLE 3 /* fewest cells whose median means anything */
+
+enum cell_side { SIDE_UNKNOWN = 0, SIDE_COLD, SIDE_MIXED, SIDE_HOT };
+
+static int
+cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
+{
+	uint64_t key = ((uint64_t)tx << 32) | rx;
+	struct link *l;
+
+	if (hmap_get(&m->link_map, key, idx) == 0)
+		return 0;
+	if (mem_grow((void **)&m->links, &m->clinks, m->nlinks + 1,
+		     sizeof(*m->links)) < 0)
+		return -1;
+	if (hmap_put(&m->link_map, key, m->nlinks) < 0)
+		return -1;
+	l = &m->links[m->nlinks];
+	memset(l, 0, sizeof(*l));
+	l->ep_tx = tx;
+	l->ep_rx = rx;
+	*idx = m->nlinks++;
+	return 0;
+}
+
+/*
+ * Find or create the cell of summary cn, the pos-th of this interval.
+ * Agents send summaries in a stable order, so the cell found at the same
+ * position last interval is tried before the hash map.
+ */
+static int
+cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn,
+	 uint32_t pos, uint32_t *idx)
+{
+	const struct comm *c = &m->comms[ci];
+	uint64_t key = CELL_KEY(ci, cn->algo, cn->src, cn->dst);
+	struct cell *x;
+	int net = cn->transport == C4M_TR_NET;
+
+	if (pos < m->nhint && m->hint[pos] < m->ncells &&
+	    m->cells[m->hint[pos]].key == key) {
+		*idx = m->hint[pos];
+		return 0;
+	}
+	if (hmap_get(&m->cell_map, key, idx) == 0)
+		goto hint;
+	if (mem_grow((void **)&m->cells, &m->ccells, m->ncells + 1,
+		     sizeof(*m->cells)) < 0)
+		return -1;
+	if (hmap_put(&m->cell_map, key, m->ncells) < 0)
+		return -1;
+	x = &m->cells[m->ncells];
+	memset(x, 0, sizeof(*x));
+	x->key = key;
+	x->comm = ci;
+	x->src = cn->src;
+	x->dst = cn->dst;
+	x->net = (uint8_t)net;
+	x->algo = cn->algo;
+	x->tr = cn->transport;
+	x->ep_tx = net ? m->devs[c->dev[cn->src]].ep_net
+		       : m->devs[c->dev[cn->src]].ep_gpu;
+	x->ep_rx = net ? m->devs[c->dev[cn->dst]].ep_net
+		       : m->devs[c->dev[cn->dst]].ep_gpu;
+	x->cls = NO_IDX;
+	if (cell_link_get(m, x->ep_tx, x->ep_rx, &x->link) < 0)
+		return -1;
+	*idx = m->ncells++;
+hint:
+	if (pos >= m->chint &&
+	    mem_grow((void **)&m->hint, &m->chint, pos + 1, sizeof(*m->hint)) < 0)
+		return -1;
+	m->hint[pos] = *idx;
+	if (pos >= m->nhint)
+		m->nhint = pos + 1;
+	return 0;
+}
+
+static int
+cell_cls_get(struct matrix *m, uint64_t key, uint32_t *idx)
+{
+	struct cls *k;
+
+	if (hmap_get(&m->cls_map, key, idx) == 0)
+		return 0;
+	if (mem_grow((void **)&m->cls, &m->ccls, m->ncls + 1,
+		     sizeof(*m->cls)) < 0)
+		return -1;
+	if (hmap_put(&m->cls_map, key, m->ncls) < 0)
+		return -1;
+	k = &m->cls[m->ncls];
+	memset(k, 0, sizeof(*k));
+	k->key = key;
+	k->parent = NO_IDX;
+	*idx = m->ncls++;
+	return 0;
+}
+
+/* Count one more sample in class cl this interval. Returns 0 or -1. */
+static int
+cell_cls_touch(struct matrix *m, uint32_t cl, uint32_t n)
+{
+	struct cls *k = &m->cls[cl];
+
+	if (k->iv != m->iv + 1) {
+		if (mem_grow((void **)&m->clwork, &m->cclwork, m->nclwork + 1,
+			     sizeof(*m->clwork)) < 0)
+			return -1;
+		m->clwork[m->nclwork++] = cl;
+		k->iv = m->iv + 1;
+		k->n = k->off = k->fill = 0;
+		k->parent = NO_IDX;
+	}
+	k->n += n;
+	return 0;
+}
+
+static unsigned
+cell_size_class(uint64_t chunk)
+{
+	unsigned b = 0;
+
+	while (chunk > 1) {
+		chunk >>= 1;
+		b++;
+	}
+	return b;
+}
+
+/*
+ * Take this interval's connection summaries: find or create their cells,
+ * note stuck connections for hang.c and queue usable samples for
+ * cell_detect(). Summaries naming unknown communicators or ranks are
+ * skipped. Returns 0 or -1 on memory exhaustion.
+ */
+int
+cell_ingest(struct matrix *m, const struct c4m_input *in)
+{
+	uint32_t ci, idx, cl;
+	struct cell *x;
+	size_t i;
+
+	m->nwork = 0;
+	m->nstuck = 0;
+	m->nclwork = 0;
+	for (i = 0; i < in->nconn; i++) {
+		const struct c4m_conn *cn = &in->conn[i];
+		uint64_t chunk;
+		uint8_t sc;
+
+		if (matrix_comm_find(m, cn->comm, &ci) < 0)
+			continue;
+		if (cn->src >= m->comms[ci].nranks ||
+		    cn->dst >= m->comms[ci].nranks || cn->src == cn->dst ||
+		    cn->algo >= C4M_ALGO_COUNT ||
+		    cn->transport >= C4M_TR_COUNT)
+			continue;
+		if (cell_get(m, ci, cn, (uint32_t)i, &idx) < 0)
+			return -1;
+		x = &m->cells[idx];
+		if (x->iv != m->iv + 1) {
+			x->iv = m->iv + 1;
+			x->pending = 0;
+			x->bytes = 0;
+			x->hot = 0;
+			x->r = x->q = x->z = 0;
+			x->widx = NO_IDX;
+		}
+		/* several summaries of one connection in an interval add up */
+		x->pending += cn->pending;
+		x->bytes += cn->bytes;
+		if (x->bytes == 0 && x->pending > 0 && cn->pending > 0 &&
+		    x->pending == cn->pending) {
+			if (mem_grow((void **)&m->stuck, &m->cstuck,
+				     m->nstuck + 1, sizeof(*m->stuck)) < 0)
+				return -1;
+			m->stuck[m->nstuck++] = idx;
+		}
+		if (cn->chunks < m->p.min_chunks || cn->bytes == 0 ||
+		    cn->xfer.count == 0 || !(cn->xfer.p50 > 0))
+			continue;
+		chunk = cn->bytes / cn->chunks;
+		if (chunk == 0)
+			continue;
+		if (x->widx != NO_IDX) {
+			m->work[x->widx].tsum += cn->xfer.p50 * (double)cn->chunks;
+			m->work[x->widx].bsum += (double)cn->bytes;
+			continue;
+		}
+		sc = (uint8_t)cell_size_class(chunk);
+		if (x->cls == NO_IDX || x->sc != sc) {
+			if (cell_cls_get(m, ((uint64_t)(ci + 1) << 16) |
+						    ((uint64_t)cn->transport << 8) |
+						    sc,
+					 &cl) < 0)
+				return -1;
+			x->cls = cl;
+			x->sc = sc;
+		}
+		cl = x->cls;
+		if (mem_grow((void **)&m->work, &m->cwork, m->nwork + 1,
+			     sizeof(*m->work)) < 0)
+			return -1;
+		x->widx = m->nwork;
+		m->work[m->nwork].cell = idx;
+		m->work[m->nwork].cls = cl;
+		m->work[m->nwork].tsum = cn->xfer.p50 * (double)cn->chunks;
+		m->work[m->nwork].bsum = (double)cn->bytes;
+		m->nwork++;
+		if (cell_cls_touch(m, cl, 1) < 0)
+			return -1;
+	}
+	for (i = 0; i < m->nwork; i++)
+		m->work[i].lx = (float)log(m->work[i].tsum / m->work[i].bsum);
+	return 0;
+}
+
+/*
+ * Pool classes smaller than min_class into one class per (transport, size
+ * class), then bucket the work items by final class (counting sort).
+ */
+static int
+cell_classify(struct matrix *m)
+{
+	uint32_t i, n0 = m->nclwork, off = 0, p;
+
+	for (i = 0; i < n0; i++) {
+		struct cls *k = &m->cls[m->clwork[i]];
+
+		if (k->n >= m->p.min_class)
+			continue;
+		if (cell_cls_get(m, k->key & 0xffffu, &p) < 0)
+			return -1;
+		k = &m->cls[m->clwork[i]]; /* cls may have moved */
+		if (cell_cls_touch(m, p, k->n) < 0)
+			return -1;
+		k = &m->cls[m->clwork[i]];
+		k->parent = p;
+	}
+	for (i = 0; i < m->nwork; i++) {
+		p = m->cls[m->work[i].cls].parent;
+		if (p != NO_IDX)
+			m->work[i].cls = p;
+	}
+	for (i = 0; i < m->nclwork; i++) {
+		struct cls *k = &m->cls[m->clwork[i]];
+
+		k->off = off;
+		k->fill = 0;
+		if (k->parent == NO_IDX)
+			off += k->n;
+	}
+	if (mem_grow((void **)&m->order, &m->corder, m->nwork + 1,
+		     sizeof(*m->order)) < 0 ||
+	    mem_grow((void **)&m->scratch, &m->cscratch, m->nwork + 1,
+		     sizeof(*m->scratch)) < 0)
+		return -1;
+	for (i = 0; i < m->nwork; i++) {
+		struct cls *k = &m->cls[m->work[i].cls];
+
+		m->order[k->off + k->fill++] = i;
+	}
+	return 0;
+}
+
+/*
+ * Score the cells of one class: q = log time per byte minus the class
+ * median; r = q minus the cell's own baseline once warm; then r is
+ * centered on the class median of r and divided by a robust spread (MAD).
+ */
+static void
+cell_score_class(struct matrix *m, struct cls *k)
+{
+	const struct c4m_params *p = &m->p;
+	uint32_t *ord = m->order + k->off;
+	float *v = m->scratch;
+	float med, medr, mad;
+	uint32_t i;
+
+	for (i = 0; i < k->fill; i++)
+		v[i] = m->work[ord[i]].lx;
+	med = matrix_median(v, k->fill);
+	for (i = 0; i < k->fill; i++) {
+		struct cell *x = &m->cells[m->work[ord[i]].cell];
+
+		x->q = m->work[ord[i]].lx - med;
+		x->r = x->warm >= p->warm_intervals ? x->q - x->base : x->q;
+		v[i] = x->r;
+	}
+	medr = matrix_median(v, k->fill);
+	for (i = 0; i < k->fill; i++) {
+		struct cell *x = &m->cells[m->work[ord[i]].cell];
+
+		v[i] = fabsf(x->r - medr);
+	}
+	mad = matrix_median(v, k->fill);
+	k->med = med;
+	k->sig = fmaxf(1.4826f * mad, (float)p->sigma_floor);
+	for (i = 0; i < k->fill; i++) {
+		struct cell *x = &m->cells[m->work[ord[i]].cell];
+		int warm = x->warm >= p->warm_intervals;
+
+		x->r -= medr;
+		x->z = x->r / k->sig;
+		if (warm)
+			x->hot = x->r >= m->lmin &&
+				 x->z >= (float)p->z_min;
+		else
+			x->hot = x->r >= m->lcold &&
+				 x->z >= (float)p->cold_z_min;
+	}
+}
+
+static struct side *
+cell_side_of(struct matrix *m, uint32_t ep, int rx)
+{
+	struct side *sd = &m->eps[ep].sd[rx];
+
+	if (sd->iv != m->iv + 1) {
+		memset(sd, 0, sizeof(*sd));
+		sd->iv = m->iv + 1;
+		sd->rmax = -INFINITY;
+	}
+	return sd;
+}
+
+/* Pass 1 over a side: count links and find the hottest. */
+static void
+cell_side_max(struct matrix *m, uint32_t ep, int rx, const struct link *l)
+{
+	struct side *sd = cell_side_of(m, ep, rx);
+
+	sd->n++;
+	if (l->r > sd->rmax)
+		sd->rmax = l->r;
+}
+
+/*
+ * A link is consistent with its side's hottest link when it is slowed by
+ * at least half as much (in log units) and is itself elevated. A slow NIC
+ * slows all its links alike; a slow path slows one.
+ */
+static int
+cell_consistent(const struct matrix *m, const struct side *sd,
+		const struct link *l)
+{
+	if (l->ncold > 0)
+		return l->hot; /* cold cells: only under the cold thresholds */
+	return l->r >= 0.5f * sd->rmax &&
+	       l->r >= 0.5f * m->lmin;
+}
+
+/* Pass 2 over a side: sum the consistent links. */
+static void
+cell_side_sum(struct matrix *m, uint32_t ep, int rx, const struct link *l)
+{
+	struct side *sd = cell_side_of(m, ep, rx);
+
+	if (!cell_consistent(m, sd, l))
+		return;
+	sd->ncons++;
+	sd->sum_r += l->r;
+	sd->sum_z += l->z;
+}
+
+/*
+ * Judge a side once its sums are complete: HOT when enough of its links
+ * are consistently slowed (count and share), their mean slowdown reaches
+ * min_slowdown and their combined z reaches z_min.
+ */
+static void
+cell_side_judge(struct matrix *m, uint32_t ep, int rx)
+{
+	const struct c4m_params *p = &m->p;
+	struct side *sd = cell_side_of(m, ep, rx);
+
+	if (sd->status != SIDE_UNKNOWN)
+		return;
+	sd->status = SIDE_MIXED; /* judged; refined below */
+	if (sd->n < 2)
+		return;
+	if (sd->ncons >= p->row_min_hot &&
+	    sd->ncons >= p->row_frac * (double)sd->n &&
+	    sd->sum_r / sd->ncons >= m->lmin &&
+	    sd->sum_z / sqrtf((float)sd->ncons) >= (float)p->z_min)
+		sd->status = SIDE_HOT;
+}
+
+/*
+ * How the rest of a side looks from one hot link l on it: HOT (the side
+ * itself is slow), UNKNOWN (l is its only link), COLD (at most cold_frac
+ * of the other links are consistent with l) or MIXED.
+ */
+static int
+cell_side(struct matrix *m, uint32_t ep, int rx, const struct link *l)
+{
+	struct side *sd = cell_side_of(m, ep, rx);
+	uint32_t others, cons;
+
+	if (sd->status == SIDE_HOT)
+		return SIDE_HOT;
+	if (sd->n <= 1)
+		return SIDE_UNKNOWN;
+	others = sd->n - 1;
+	cons = sd->ncons - (cell_consistent(m, sd, l) ? 1 : 0);
+	if (cons <= m->p.cold_frac * (double)others)
+		return SIDE_COLD;
+	return SIDE_MIXED;
+}
+
+static void
+cell_fill_link(const struct matrix *m, struct c4m_suspect *s,
+	       const struct cell *x)
+{
+	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
+	const struct dev *b = &m->devs[m->comms[x->comm].dev[x->dst]];
+
+	memset(s, 0, sizeof(*s));
+	s->role = C4M_ROLE_LINK;
+	s->transport = x->tr;
+	s->comm = m->comms[x->comm].hash;
+	s->rank = x->src;
+	s->peer_rank = x->dst;
+	s->host = a->host;
+	s->gpu = a->gpu;
+	s->nic = a->nic;
+	s->port = a->port;
+	s->peer_host = b->host;
+	s->peer_gpu = b->gpu;
+	s->peer_nic = b->nic;
+	s->peer_port = b->port;
+}
+
+/* A suspect for one side (tx: the source of x, rx: its destination). */
+static void
+cell_fill_side(const struct matrix *m, struct c4m_suspect *s,
+	       const struct cell *x, unsigned role)
+{
+	uint32_t rank = role == C4M_ROLE_TX ? x->src : x->dst;
+
+	matrix_suspect_dev(m, s, m->comms[x->comm].dev[rank], role);
+	s->transport = x->tr;
+	s->comm = m->comms[x->comm].hash;
+	s->rank = s->peer_rank = rank;
+}
+
+static int
+cell_observe(struct matrix *m, const struct link *l, unsigned kind,
+	     int rside, int cside)
+{
+	const struct cell *x = &m->cells[l->best];
+	struct c4m_event e;
+	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
+	const struct dev *b = &m->devs[m->comms[x->comm].dev[x->dst]];
+	uint64_t ka = m->eps[x->ep_tx].pkey, kb = m->eps[x->ep_rx].pkey;
+	uint64_t key;
+
+	memset(&e, 0, sizeof(e));
+	e.kind = (uint8_t)kind;
+	e.comm = m->comms[x->comm].hash;
+	e.ncells = 1;
+	e.ncells_total = 1;
+	e.cells[0].comm = e.comm;
+	e.cells[0].src = x->src;
+	e.cells[0].dst = x->dst;
+	e.cells[0].algo = x->algo;
+	e.cells[0].ratio = expf(x->r);
+	e.cells[0].z = x->z;
+	e.slowdown = exp(l->r);
+	e.score = l->z;
+	switch (kind) {
+	case C4M_EV_COMM_SLOW_TX:
+		key = persist_key(kind, ka, 0);
+		cell_fill_side(m, &e.suspects[0], x, C4M_ROLE_TX);
+		e.nsuspects = 1;
+		e.action = C4M_ACT_ISOLATE_HOST;
+		e.isolate_host = a->host;
+		break;
+	case C4M_EV_COMM_SLOW_RX:
+		key = persist_key(kind, kb, 0);
+		cell_fill_side(m, &e.suspects[0], x, C4M_ROLE_RX);
+		e.nsuspects = 1;
+		e.action = C4M_ACT_ISOLATE_HOST;
+		e.isolate_host = b->host;
+		break;
+	case C4M_EV_COMM_SLOW_LINK:
+		key = persist_key(kind, ka, kb);
+		cell_fill_link(m, &e.suspects[0], x);
+		e.nsuspects = 1;
+		e.action = C4M_ACT_CHECK_LINK;
+		e.isolate_host = a->host;
+		break;
+	default: /* ambiguous: list what the pattern cannot exclude */
+		key = persist_key(C4M_EV_COMM_SLOW_LINK, ka, kb);
+		e.ambiguous = 1;
+		if (rside != SIDE_COLD)
+			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
+				       C4M_ROLE_TX);
+		if (cside != SIDE_COLD && rside == SIDE_COLD)
+			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
+				       C4M_ROLE_RX);
+		cell_fill_link(m, &e.suspects[e.nsuspects++], x);
+		if (cside != SIDE_COLD && rside != SIDE_COLD)
+			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
+				       C4M_ROLE_RX);
+		e.action = C4M_ACT_INVESTIGATE;
+		e.isolate_host = a->host;
+		break;
+	}
+	return persist_observe(m, key, &e, 0);
+}
+
+#define CELL_FOREACH(m, k, j, x)                                              \
+	for ((j) = 0; (j) < (k)->fill &&                                       \
+		      ((x) = &(m)->cells[(m)->work[(m)->order[(k)->off + (j)]] \
+					      .cell],                          \
+		      1);                                                      \
+	     (j)++)
+
+/* Fold scored cell x into its link's sums for this interval. */
+static int
+cell_link_add(struct matrix *m, uint32_t ci, const struct cell *x)
+{
+	struct link *l = &m->links[x->link];
+
+	if (l->iv != m->iv + 1) {
+		if (mem_grow((void **)&m->lwork, &m->caplwork, m->nlwork + 1,
+			     sizeof(*m->lwork)) < 0)
+			return -1;
+		m->lwork[m->nlwork++] = x->link;
+		l->iv = m->iv + 1;
+		l->k = l->ncold = l->nhot = 0;
+		l->sum_r = l->sum_z = 0;
+		l->best = ci;
+	}
+	l->k++;
+	l->sum_r += x->r;
+	l->sum_z += x->z;
+	l->nhot += x->hot;
+	if (x->warm < m->p.warm_intervals)
+		l->ncold++;
+	if (x->r > m->cells[l->best].r)
+		l->best = ci;
+	return 0;
+}
+
+/*
+ * Score every cell sampled this interval and fold cells into links; judge
+ * every row (transmit side) and column (receive side) over links; hand
+ * candidates to the persistence layer (slow rows and columns, then hot
+ * links on neither: a link when both sides are otherwise clean, ambiguous
+ * when the pattern cannot tell); update clean cells' baselines. Returns 0
+ * or -1.
+ */
+int
+cell_detect(struct matrix *m)
+{
+	const struct c4m_params *p = &m->p;
+	float clean = m->lmin;
+	struct cell *x;
+	uint32_t i, j;
+
+	m->nlwork = 0;
+	if (m->nwork == 0)
+		return 0;
+	if (cell_classify(m) < 0)
+		return -1;
+	for (i = 0; i < m->nclwork; i++) {
+		struct cls *k = &m->cls[m->clwork[i]];
+
+		if (k->parent != NO_IDX)
+			continue;
+		if (k->fill < CELL_CLS_USABLE) {
+			k->fill = 0; /* nothing to compare with */
+			continue;
+		}
+		cell_score_class(m, k);
+		CELL_FOREACH(m, k, j, x)
+		{
+			if (cell_link_add(m, (uint32_t)(x - m->cells), x) < 0)
+				return -1;
+		}
+	}
+	for (i = 0; i < m->nlwork; i++) {
+		struct link *l = &m->links[m->lwork[i]];
+
+		l->r = l->sum_r / (float)l->k;
+		l->z = l->sum_z / sqrtf((float)l->k);
+		if (l->ncold > 0)
+			l->hot = l->nhot > 0 &&
+				 l->r >= m->lcold;
+		else
+			l->hot = l->r >= m->lmin &&
+				 l->z >= (float)p->z_min;
+		cell_side_max(m, l->ep_tx, 0, l);
+		cell_side_max(m, l->ep_rx, 1, l);
+	}
+	for (i = 0; i < m->nlwork; i++) {
+		struct link *l = &m->links[m->lwork[i]];
+
+		cell_side_sum(m, l->ep_tx, 0, l);
+		cell_side_sum(m, l->ep_rx, 1, l);
+	}
+	for (i = 0; i < m->nlwork; i++) {
+		struct link *l = &m->links[m->lwork[i]];
+
+		cell_side_judge(m, l->ep_tx, 0);
+		cell_side_judge(m, l->ep_rx, 1);
+	}
+	for (i = 0; i < m->nlwork; i++) {
+		struct link *l = &m->links[m->lwork[i]];
+		int rs = cell_side(m, l->ep_tx, 0, l);
+		int cs = cell_side(m, l->ep_rx, 1, l);
+		int rcons = cell_consistent(m, cell_side_of(m, l->ep_tx, 0), l);
+		int ccons = cell_consistent(m, cell_side_of(m, l->ep_rx, 1), l);
+
+		if (rs == SIDE_HOT && rcons &&
+		    cell_observe(m, l, C4M_EV_COMM_SLOW_TX, rs, cs) < 0)
+			return -1;
+		if (cs == SIDE_HOT && ccons &&
+		    cell_observe(m, l, C4M_EV_COMM_SLOW_RX, rs, cs) < 0)
+			return -1;
+		if (l->hot && rs != SIDE_HOT && cs != SIDE_HOT &&
+		    cell_observe(m, l,
+				 rs == SIDE_COLD && cs == SIDE_COLD
+					 ? C4M_EV_COMM_SLOW_LINK
+					 : C4M_EV_COMM_SLOW_AMBIG,
+				 rs, cs) < 0)
+			return -1;
+	}
+	for (i = 0; i < m->nwork; i++) {
+		const struct link *l;
+		float a;
+
+		x = &m->cells[m->work[i].cell];
+		if (m->cls[m->work[i].cls].fill == 0)
+			continue; /* class too small to score */
+		l = &m->links[x->link];
+		if (x->hot || l->hot ||
+		    cell_side_of(m, l->ep_tx, 0)->status == SIDE_HOT ||
+		    cell_side_of(m, l->ep_rx, 1)->status == SIDE_HOT)
+			continue;
+		if (x->warm >= p->warm_intervals && x->r >= clean)
+			continue;
+		/* a clean sample: a running mean first, then an EWMA */
+		a = fmaxf((float)p->base_alpha, 1.0f / (float)(x->warm + 1));
+		x->base += a * (x->q - x->base);
+		if (x->warm < UINT8_MAX)
+			x->warm++;
+	}
+	return 0;
+}

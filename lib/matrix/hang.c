@@ -1,0 +1,236 @@
+/*
+ * hang.c: communication hang, non-communication hang and node loss, from
+ * progress markers only.
+ *
+ * A communicator is stalled when its highest completed op sequence has not
+ * advanced for hang_timeout intervals while some member has entered an op
+ * it has not completed. Members that never entered that op are the
+ * non-communication suspects, unless they are explained: their host is
+ * lost, or they are themselves blocked inside another communicator's op
+ * (then that communicator carries the event). When every member entered,
+ * the connections with chunks posted but no bytes moving are the
+ * communication suspects. A host that sends nothing for node_timeout
+ * intervals is lost.
+ */
+#include <string.h>
+
+#include "matrix_int.h"
+
+static int
+hang_host_lost(const struct matrix *m, uint32_t hidx)
+{
+	return m->hosts[hidx].lost;
+}
+
+static void
+hang_nodes(struct matrix *m)
+{
+	uint32_t h;
+
+	for (h = 0; h < m->nhosts; h++) {
+		struct host *x = &m->hosts[h];
+		uint64_t missed;
+
+		if (x->last_seen > 0)
+			missed = m->iv + 1 - x->last_seen;
+		else
+			missed = m->nanalyzed - x->added + 1;
+		x->lost = missed >= m->p.node_timeout;
+	}
+}
+
+static int
+hang_node_events(struct matrix *m)
+{
+	struct c4m_event e;
+	uint32_t h;
+
+	for (h = 0; h < m->nhosts; h++) {
+		const struct host *x = &m->hosts[h];
+
+		if (!x->lost)
+			continue;
+		memset(&e, 0, sizeof(e));
+		e.kind = C4M_EV_NODE_LOST;
+		if (x->dev != NO_IDX) {
+			matrix_suspect_dev(m, &e.suspects[0], x->dev,
+					   C4M_ROLE_HOST);
+			e.nsuspects = 1;
+			e.comm = e.suspects[0].comm;
+		}
+		e.slowdown = 1.0;
+		e.score = x->last_seen ? (double)(m->iv + 1 - x->last_seen)
+				       : (double)m->p.node_timeout;
+		e.confidence = 0.99;
+		e.action = C4M_ACT_ISOLATE_HOST;
+		e.isolate_host = x->host;
+		if (persist_observe(m, persist_key(C4M_EV_NODE_LOST, x->host, 0),
+				    &e, 1) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+hang_missing(struct matrix *m, const struct comm *c, uint32_t rank,
+	     uint64_t k)
+{
+	struct c4m_event e;
+	uint32_t dev = c->dev[rank];
+	const struct dev *d = &m->devs[dev];
+
+	memset(&e, 0, sizeof(e));
+	e.kind = C4M_EV_NONCOMM_HANG;
+	e.comm = c->hash;
+	matrix_suspect_dev(m, &e.suspects[0], dev, C4M_ROLE_RANK);
+	e.suspects[0].comm = c->hash;
+	e.suspects[0].rank = e.suspects[0].peer_rank = rank;
+	e.nsuspects = 1;
+	e.slowdown = 1.0;
+	e.score = c->stall;
+	e.confidence = 0.95;
+	e.hang_seq = k;
+	e.action = C4M_ACT_ISOLATE_HOST;
+	e.isolate_host = d->host;
+	return persist_observe(
+		m,
+		persist_key(C4M_EV_NONCOMM_HANG, ((uint64_t)d->host << 16) | d->gpu,
+			    0),
+		&e, 1);
+}
+
+static int
+hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
+{
+	const struct comm *c = &m->comms[ci];
+	struct c4m_event e;
+	uint32_t i, found = 0;
+
+	for (i = 0; i < m->nstuck; i++) {
+		const struct cell *x = &m->cells[m->stuck[i]];
+		const struct dev *a, *b;
+
+		if (x->comm != ci || x->bytes != 0)
+			continue;
+		a = &m->devs[c->dev[x->src]];
+		b = &m->devs[c->dev[x->dst]];
+		memset(&e, 0, sizeof(e));
+		e.kind = C4M_EV_COMM_HANG;
+		e.comm = c->hash;
+		e.suspects[0].role = C4M_ROLE_LINK;
+		e.suspects[0].transport = x->tr;
+		e.suspects[0].comm = c->hash;
+		e.suspects[0].rank = x->src;
+		e.suspects[0].peer_rank = x->dst;
+		e.suspects[0].host = a->host;
+		e.suspects[0].gpu = a->gpu;
+		e.suspects[0].nic = a->nic;
+		e.suspects[0].port = a->port;
+		e.suspects[0].peer_host = b->host;
+		e.suspects[0].peer_gpu = b->gpu;
+		e.suspects[0].peer_nic = b->nic;
+		e.suspects[0].peer_port = b->port;
+		e.nsuspects = 1;
+		e.ncells = 1;
+		e.ncells_total = 1;
+		e.cells[0].comm = c->hash;
+		e.cells[0].src = x->src;
+		e.cells[0].dst = x->dst;
+		e.cells[0].algo = x->algo;
+		e.slowdown = 1.0;
+		e.score = c->stall;
+		e.confidence = 0.95;
+		e.hang_seq = k;
+		e.action = C4M_ACT_CHECK_LINK;
+		e.isolate_host = a->host;
+		if (persist_observe(m,
+				    persist_key(C4M_EV_COMM_HANG,
+						m->eps[x->ep_tx].pkey,
+						m->eps[x->ep_rx].pkey),
+				    &e, 1) < 0)
+			return -1;
+		found++;
+	}
+	if (found > 0)
+		return 0;
+	/* all entered, nothing says which connection: name the op */
+	memset(&e, 0, sizeof(e));
+	e.kind = C4M_EV_COMM_HANG;
+	e.comm = c->hash;
+	e.ambiguous = 1;
+	e.slowdown = 1.0;
+	e.score = c->stall;
+	e.confidence = 0.5;
+	e.hang_seq = k;
+	e.action = C4M_ACT_INVESTIGATE;
+	matrix_suspect_dev(m, &e.suspects[0], c->dev[0], C4M_ROLE_RANK);
+	e.suspects[0].comm = c->hash;
+	e.suspects[0].rank = e.suspects[0].peer_rank = 0;
+	e.nsuspects = 1;
+	e.isolate_host = e.suspects[0].host;
+	return persist_observe(m, persist_key(C4M_EV_COMM_HANG, c->hash, ~0ull),
+			       &e, 1);
+}
+
+static int
+hang_comm(struct matrix *m, uint32_t ci)
+{
+	struct comm *c = &m->comms[ci];
+	uint64_t done = 0, k = 0;
+	uint32_t r, nmiss = 0, nexpl = 0;
+
+	for (r = 0; r < c->nranks; r++) {
+		const struct crank *rs = &c->rs[r];
+
+		if (rs->seen_iv == 0)
+			continue;
+		if (rs->done > done)
+			done = rs->done;
+		if (rs->enter > k)
+			k = rs->enter;
+	}
+	if (done > c->done_max || !c->any_done) {
+		c->any_done = 1;
+		c->done_max = done;
+		c->stall = 0;
+		return 0;
+	}
+	c->stall++;
+	if (c->stall < m->p.hang_timeout || k <= c->done_max)
+		return 0;
+	for (r = 0; r < c->nranks; r++) {
+		const struct crank *rs = &c->rs[r];
+		const struct dev *d = &m->devs[c->dev[r]];
+
+		if (rs->seen_iv == m->iv + 1 && rs->enter >= k)
+			continue;
+		nmiss++;
+		if (hang_host_lost(m, d->hidx) ||
+		    (d->blk_iv == m->iv && d->blocked)) {
+			nexpl++;
+			continue;
+		}
+		if (rs->seen_iv != m->iv + 1)
+			continue; /* silent but its host is not lost yet */
+		if (hang_missing(m, c, r, k) < 0)
+			return -1;
+	}
+	if (nmiss == 0)
+		return hang_stuck(m, ci, k);
+	return 0;
+}
+
+/* Judge node loss and every communicator's progress. Returns 0 or -1. */
+int
+hang_detect(struct matrix *m)
+{
+	uint32_t ci;
+
+	hang_nodes(m);
+	if (hang_node_events(m) < 0)
+		return -1;
+	for (ci = 0; ci < m->ncomms; ci++)
+		if (hang_comm(m, ci) < 0)
+			return -1;
+	return 0;
+}

@@ -1,0 +1,460 @@
+/*
+ * matrix.c: the engine's front door. Registers communicators (and through
+ * them hosts, devices and endpoints), runs the detectors once per interval
+ * and hands back the events that the persistence layer decided to emit.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "matrix_int.h"
+
+void
+matrix_params_default(struct c4m_params *p)
+{
+	p->persist_k = C4M_DEF_PERSIST_K;
+	p->persist_n = C4M_DEF_PERSIST_N;
+	p->resolve_n = C4M_DEF_RESOLVE_N;
+	p->min_slowdown = C4M_DEF_MIN_SLOWDOWN;
+	p->cold_slowdown = C4M_DEF_COLD_SLOWDOWN;
+	p->z_min = C4M_DEF_Z_MIN;
+	p->cold_z_min = C4M_DEF_COLD_Z_MIN;
+	p->sigma_floor = C4M_DEF_SIGMA_FLOOR;
+	p->base_alpha = C4M_DEF_BASE_ALPHA;
+	p->warm_intervals = C4M_DEF_WARM_INTERVALS;
+	p->min_chunks = C4M_DEF_MIN_CHUNKS;
+	p->min_class = C4M_DEF_MIN_CLASS;
+	p->min_group = C4M_DEF_MIN_GROUP;
+	p->row_min_hot = C4M_DEF_ROW_MIN_HOT;
+	p->row_frac = C4M_DEF_ROW_FRAC;
+	p->cold_frac = C4M_DEF_COLD_FRAC;
+	p->hang_timeout = C4M_DEF_HANG_TIMEOUT;
+	p->node_timeout = C4M_DEF_NODE_TIMEOUT;
+	p->update_delta = C4M_DEF_UPDATE_DELTA;
+}
+
+static int
+matrix_params_ok(const struct c4m_params *p)
+{
+	if (p->persist_n < 1 || p->persist_n > C4M_HIST_MAX ||
+	    p->persist_k < 1 || p->persist_k > p->persist_n)
+		return 0;
+	if (p->resolve_n < 1 || p->resolve_n > C4M_HIST_MAX)
+		return 0;
+	if (!(p->min_slowdown > 1.0) || !(p->cold_slowdown >= 1.0) ||
+	    !(p->sigma_floor > 0) || !(p->base_alpha > 0) ||
+	    !(p->base_alpha <= 1) || p->hang_timeout < 1 ||
+	    p->node_timeout < 1 || p->row_min_hot < 1)
+		return 0;
+	return 1;
+}
+
+/*
+ * Create an engine with parameters p (NULL: defaults). Returns NULL when p
+ * is invalid or memory runs out.
+ */
+struct matrix *
+matrix_new(const struct c4m_params *p)
+{
+	struct matrix *m;
+
+	m = mem_calloc(1, sizeof(*m));
+	if (m == NULL)
+		return NULL;
+	if (p != NULL)
+		m->p = *p;
+	else
+		matrix_params_default(&m->p);
+	if (!matrix_params_ok(&m->p))
+		goto fail;
+	m->lmin = (float)log(m->p.min_slowdown);
+	m->lcold = (float)log(m->p.cold_slowdown);
+	m->last_ci = NO_IDX;
+	if (hmap_init(&m->comm_map, 16) < 0 || hmap_init(&m->host_map, 16) < 0 ||
+	    hmap_init(&m->dev_map, 16) < 0 || hmap_init(&m->ep_map, 16) < 0 ||
+	    hmap_init(&m->cell_map, 64) < 0 || hmap_init(&m->cls_map, 16) < 0 ||
+	    hmap_init(&m->trk_map, 16) < 0 || hmap_init(&m->link_map, 64) < 0)
+		goto fail;
+	return m;
+fail:
+	matrix_free(m);
+	return NULL;
+}
+
+void
+matrix_free(struct matrix *m)
+{
+	uint32_t i;
+
+	if (m == NULL)
+		return;
+	for (i = 0; i < m->ncomms; i++) {
+		mem_free(m->comms[i].dev);
+		mem_free(m->comms[i].rs);
+	}
+	mem_free(m->comms);
+	mem_free(m->hosts);
+	mem_free(m->devs);
+	mem_free(m->eps);
+	mem_free(m->cells);
+	mem_free(m->work);
+	mem_free(m->links);
+	mem_free(m->lwork);
+	if (m->link_map.keys)
+		hmap_free(&m->link_map);
+	mem_free(m->order);
+	mem_free(m->scratch);
+	mem_free(m->cls);
+	mem_free(m->clwork);
+	mem_free(m->hint);
+	mem_free(m->out);
+	mem_free(m->stuck);
+	persist_free(m);
+	if (m->comm_map.keys)
+		hmap_free(&m->comm_map);
+	if (m->host_map.keys)
+		hmap_free(&m->host_map);
+	if (m->dev_map.keys)
+		hmap_free(&m->dev_map);
+	if (m->ep_map.keys)
+		hmap_free(&m->ep_map);
+	if (m->cell_map.keys)
+		hmap_free(&m->cell_map);
+	if (m->cls_map.keys)
+		hmap_free(&m->cls_map);
+	if (m->trk_map.keys)
+		hmap_free(&m->trk_map);
+	mem_free(m);
+}
+
+static int
+matrix_host_get(struct matrix *m, uint32_t host, uint32_t *idx)
+{
+	struct host *h;
+
+	if (hmap_get(&m->host_map, host, idx) == 0)
+		return 0;
+	if (mem_grow((void **)&m->hosts, &m->chosts, m->nhosts + 1,
+		     sizeof(*m->hosts)) < 0)
+		return -1;
+	if (hmap_put(&m->host_map, host, m->nhosts) < 0)
+		return -1;
+	h = &m->hosts[m->nhosts];
+	memset(h, 0, sizeof(*h));
+	h->host = host;
+	h->dev = NO_IDX;
+	h->added = m->nanalyzed;
+	*idx = m->nhosts++;
+	return 0;
+}
+
+static int
+matrix_ep_get(struct matrix *m, uint64_t key, uint32_t dev, int net,
+	      uint32_t *idx)
+{
+	struct ep *e;
+
+	if (hmap_get(&m->ep_map, key, idx) == 0)
+		return 0;
+	if (mem_grow((void **)&m->eps, &m->ceps, m->neps + 1,
+		     sizeof(*m->eps)) < 0)
+		return -1;
+	if (hmap_put(&m->ep_map, key, m->neps) < 0)
+		return -1;
+	e = &m->eps[m->neps];
+	memset(e, 0, sizeof(*e));
+	e->pkey = key;
+	e->dev = dev;
+	e->net = (uint8_t)net;
+	*idx = m->neps++;
+	return 0;
+}
+
+/* Find or create the device (host, gpu) with its two endpoints. */
+static int
+matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc,
+	       uint64_t comm, uint32_t rank, uint32_t *idx)
+{
+	uint64_t key = ((uint64_t)loc->host << 16) | loc->gpu;
+	uint64_t nkey;
+	struct dev *d;
+	uint32_t hidx, di;
+
+	if (hmap_get(&m->dev_map, key, idx) == 0)
+		return 0;
+	if (matrix_host_get(m, loc->host, &hidx) < 0)
+		return -1;
+	if (mem_grow((void **)&m->devs, &m->cdevs, m->ndevs + 1,
+		     sizeof(*m->devs)) < 0)
+		return -1;
+	if (hmap_put(&m->dev_map, key, m->ndevs) < 0)
+		return -1;
+	di = m->ndevs++;
+	d = &m->devs[di];
+	memset(d, 0, sizeof(*d));
+	d->host = loc->host;
+	d->hidx = hidx;
+	d->gpu = loc->gpu;
+	d->nic = loc->nic;
+	d->port = loc->port;
+	d->ref_comm = comm;
+	d->ref_rank = rank;
+	d->blk_iv = UINT64_MAX;
+	if (m->hosts[hidx].dev == NO_IDX)
+		m->hosts[hidx].dev = di;
+	nkey = EP_NET_FLAG | ((uint64_t)loc->host << 24) |
+	       ((uint64_t)loc->nic << 8) | loc->port;
+	if (matrix_ep_get(m, nkey, di, 1, &m->devs[di].ep_net) < 0 ||
+	    matrix_ep_get(m, key, di, 0, &m->devs[di].ep_gpu) < 0)
+		return -1;
+	*idx = di;
+	return 0;
+}
+
+/*
+ * Register communicator comm with nranks members placed by map[rank].
+ * Registering the same hash again with the same size is accepted and
+ * ignored. Returns 0, or -1 on bad arguments or memory exhaustion.
+ */
+int
+matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
+		const struct c4m_rank_loc *map)
+{
+	struct comm *c;
+	uint32_t idx, r;
+
+	if (m == NULL || map == NULL || nranks == 0 || nranks > C4M_MAX_RANKS)
+		return -1;
+	if (hmap_get(&m->comm_map, comm, &idx) == 0)
+		return m->comms[idx].nranks == nranks ? 0 : -1;
+	if (m->ncomms >= C4M_MAX_COMMS)
+		return -1;
+	if (mem_grow((void **)&m->comms, &m->ccomms, m->ncomms + 1,
+		     sizeof(*m->comms)) < 0)
+		return -1;
+	c = &m->comms[m->ncomms];
+	memset(c, 0, sizeof(*c));
+	c->hash = comm;
+	c->nranks = nranks;
+	c->dev = mem_alloc((size_t)nranks * sizeof(*c->dev));
+	c->rs = mem_calloc(nranks, sizeof(*c->rs));
+	if (c->dev == NULL || c->rs == NULL)
+		goto fail;
+	for (r = 0; r < nranks; r++)
+		if (matrix_dev_get(m, &map[r], comm, r, &c->dev[r]) < 0)
+			goto fail;
+	if (hmap_put(&m->comm_map, comm, m->ncomms) < 0)
+		goto fail;
+	m->ncomms++;
+	return 0;
+fail:
+	mem_free(c->dev);
+	mem_free(c->rs);
+	memset(c, 0, sizeof(*c));
+	return -1;
+}
+
+/* comm_map lookup with a one-entry cache (summaries come grouped). */
+int
+matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci)
+{
+	if (m->last_ci != NO_IDX && m->last_comm == comm) {
+		*ci = m->last_ci;
+		return 0;
+	}
+	if (hmap_get(&m->comm_map, comm, ci) < 0)
+		return -1;
+	m->last_comm = comm;
+	m->last_ci = *ci;
+	return 0;
+}
+
+uint32_t
+matrix_ep_dev(const struct matrix *m, uint32_t ep)
+{
+	return m->eps[ep].dev;
+}
+
+/* Fill suspect s for device dev in role (tx/rx/rank/host). */
+void
+matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s,
+		   uint32_t dev, unsigned role)
+{
+	const struct dev *d = &m->devs[dev];
+
+	memset(s, 0, sizeof(*s));
+	s->role = (uint8_t)role;
+	s->transport = C4M_TR_NET;
+	s->comm = d->ref_comm;
+	s->rank = s->peer_rank = d->ref_rank;
+	s->host = s->peer_host = d->host;
+	s->gpu = s->peer_gpu = d->gpu;
+	s->nic = s->peer_nic = d->nic;
+	s->port = s->peer_port = d->port;
+}
+
+static int
+matrix_fcmp(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Median of v[0..n) by selection (v is reordered). n must be > 0. Small
+ * inputs are sorted; large ones use quickselect, linear on average.
+ */
+float
+matrix_median(float *v, uint32_t n)
+{
+	uint32_t lo = 0, hi = n - 1, k = n / 2, i, j;
+	float piv, t, lowmax;
+
+	if (n <= 16) {
+		qsort(v, n, sizeof(*v), matrix_fcmp);
+		return (n & 1) ? v[k] : 0.5f * (v[k - 1] + v[k]);
+	}
+	while (lo < hi) {
+		piv = v[lo + (hi - lo) / 2];
+		i = lo;
+		j = hi;
+		while (i <= j) {
+			while (v[i] < piv)
+				i++;
+			while (v[j] > piv)
+				j--;
+			if (i <= j) {
+				t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			break;
+	}
+	if (n & 1)
+		return v[k];
+	/* the lower middle is the largest element left of k */
+	lowmax = v[0];
+	for (i = 1; i < k; i++)
+		if (v[i] > lowmax)
+			lowmax = v[i];
+	return 0.5f * (lowmax + v[k]);
+}
+
+static void
+matrix_mark_host(struct matrix *m, uint32_t host)
+{
+	uint32_t idx;
+
+	if (hmap_get(&m->host_map, host, &idx) == 0)
+		m->hosts[idx].heard = 1;
+}
+
+static void
+matrix_mark_rank(struct matrix *m, uint64_t comm, uint32_t rank)
+{
+	uint32_t ci;
+
+	if (matrix_comm_find(m, comm, &ci) < 0 || rank >= m->comms[ci].nranks)
+		return;
+	m->hosts[m->devs[m->comms[ci].dev[rank]].hidx].heard = 1;
+}
+
+/*
+ * Analyze one interval. Intervals must increase. On success *ev points at
+ * the events emitted for this interval (valid until the next call or
+ * matrix_free) and *nev holds their number. Malformed summaries (unknown
+ * communicator, rank out of range) are skipped. Returns 0 or -1 (bad
+ * arguments or memory exhaustion; the engine stays usable).
+ */
+int
+matrix_analyze(struct matrix *m, const struct c4m_input *in,
+	       const struct c4m_event **ev, size_t *nev)
+{
+	size_t i;
+	uint32_t h;
+
+	if (m == NULL || in == NULL || ev == NULL || nev == NULL)
+		return -1;
+	if (m->nanalyzed > 0 && in->interval <= m->iv)
+		return -1;
+	m->iv = in->interval;
+	m->nout = 0;
+	for (h = 0; h < m->nhosts; h++)
+		m->hosts[h].heard = 0;
+	if (in->hosts != NULL) {
+		for (i = 0; i < in->nhosts; i++)
+			matrix_mark_host(m, in->hosts[i]);
+	} else {
+		for (i = 0; i < in->ncoll; i++)
+			matrix_mark_rank(m, in->coll[i].comm, in->coll[i].rank);
+		for (i = 0; i < in->nwait; i++)
+			matrix_mark_rank(m, in->wait[i].comm, in->wait[i].rank);
+		for (i = 0; i < in->nconn; i++)
+			matrix_mark_rank(m, in->conn[i].comm, in->conn[i].src);
+	}
+	for (h = 0; h < m->nhosts; h++)
+		if (m->hosts[h].heard)
+			m->hosts[h].last_seen = m->iv + 1;
+	if (wait_ingest(m, in) < 0 || cell_ingest(m, in) < 0)
+		goto fail;
+	if (cell_detect(m) < 0 || wait_detect(m) < 0 || hang_detect(m) < 0)
+		goto fail;
+	if (persist_finish(m) < 0)
+		goto fail;
+	m->nanalyzed++;
+	*ev = m->out;
+	*nev = m->nout;
+	return 0;
+fail:
+	m->nanalyzed++;
+	*ev = NULL;
+	*nev = 0;
+	return -1;
+}
+
+/* Number of connections (cells) the engine holds state for. */
+size_t
+matrix_ncells(const struct matrix *m)
+{
+	return m->ncells;
+}
+
+const char *
+matrix_kind_name(unsigned kind)
+{
+	static const char *const names[C4M_EV_COUNT] = {
+		"comm-slow-link", "comm-slow-tx",  "comm-slow-rx",
+		"comm-slow-ambiguous", "noncomm-slow", "comm-hang",
+		"noncomm-hang", "node-lost",
+	};
+
+	return kind < C4M_EV_COUNT ? names[kind] : "unknown";
+}
+
+const char *
+matrix_state_name(unsigned state)
+{
+	static const char *const names[] = {"open", "updated", "resolved"};
+
+	return state <= C4M_ST_RESOLVED ? names[state] : "unknown";
+}
+
+const char *
+matrix_role_name(unsigned role)
+{
+	static const char *const names[] = {"tx", "rx", "link", "rank",
+					    "host"};
+
+	return role <= C4M_ROLE_HOST ? names[role] : "unknown";
+}

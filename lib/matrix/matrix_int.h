@@ -1,0 +1,275 @@
+/*
+ * matrix_int.h: state shared by the engine's subsystems (matrix.c, cell.c,
+ * wait.c, hang.c, persist.c, hmap.c, mem.c). Not installed.
+ */
+#ifndef MATRIX_INT_H
+#define MATRIX_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "c4matrix.h"
+
+#define HMAP_EMPTY    UINT64_MAX /* a key never used */
+#define HMAP_MIN_CAP  16u
+#define NO_IDX	      UINT32_MAX
+#define EP_NET_FLAG   (1ull << 63) /* endpoint key: NIC port, else GPU */
+#define CELL_KEY(c, a, s, d)                                                   \
+	(((uint64_t)(c) << 41) | ((uint64_t)(a) << 38) | ((uint64_t)(s) << 19) | \
+	 (uint64_t)(d))
+
+/* mem.c: counted allocation, so benchmarks can report the engine's memory. */
+void *mem_alloc(size_t size);
+void *mem_calloc(size_t n, size_t size);
+void *mem_realloc(void *p, size_t size);
+void mem_free(void *p);
+int mem_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
+
+/* hmap.c: open addressing, linear probing, uint64 key -> uint32 value. */
+struct hmap {
+	uint64_t *keys;
+	uint32_t *vals;
+	uint32_t cap;
+	uint32_t n;
+};
+int hmap_init(struct hmap *h, uint32_t hint);
+void hmap_free(struct hmap *h);
+int hmap_get(const struct hmap *h, uint64_t key, uint32_t *val);
+int hmap_put(struct hmap *h, uint64_t key, uint32_t val);
+int hmap_del(struct hmap *h, uint64_t key);
+void hmap_clear(struct hmap *h);
+uint64_t hmap_mix(uint64_t x);
+
+struct host {
+	uint32_t host;
+	uint32_t dev; /* first device registered on it */
+	uint64_t last_seen; /* interval + 1; 0 = never */
+	uint64_t added;	    /* interval count when first registered */
+	uint8_t heard;	    /* heard from in the current interval */
+	uint8_t lost;
+};
+
+struct dev {
+	uint32_t host;
+	uint32_t hidx;
+	uint16_t gpu;
+	uint16_t nic;
+	uint8_t port;
+	uint8_t blocked; /* entered > done on some comm this interval */
+	uint64_t blk_iv; /* interval blocked was computed for */
+	uint64_t ref_comm; /* a (comm, rank) naming this device */
+	uint32_t ref_rank;
+	uint32_t ep_net; /* NIC port endpoint */
+	uint32_t ep_gpu; /* intra-host endpoint */
+};
+
+/* Per-interval aggregate of one side (row or column) of an endpoint. */
+struct side {
+	uint64_t iv; /* interval + 1 the counters belong to */
+	uint32_t n;  /* cells sampled */
+	uint32_t ncons; /* cells consistent with the hottest one */
+	float rmax;
+	float sum_r; /* over consistent cells */
+	float sum_z;
+	uint8_t status;
+};
+
+/* An endpoint: a NIC port (network side) or a GPU (intra-host side). */
+struct ep {
+	uint64_t pkey; /* physical identity: (host, nic, port) or (host, gpu) */
+	uint32_t dev;  /* representative device */
+	uint8_t net;
+	struct side sd[2]; /* 0: transmit (row), 1: receive (column) */
+};
+
+/* Per communicator member: progress and the rank's own baselines. */
+struct crank {
+	uint64_t enter;
+	uint64_t done;
+	uint64_t seen_iv; /* interval + 1 of the last summary */
+	float gbase;	  /* gap, log, relative to the comm median */
+	uint8_t gwarm;
+	uint8_t has;	  /* usable stats this interval */
+	float lg;	  /* log mean gap this interval */
+	float lk;	  /* log mean kernel time */
+	float lw;	  /* log wait per step, NAN when none */
+	double gs, ks, ws; /* sums over this interval's summaries */
+	uint64_t gn, kn, wn;
+};
+
+struct comm {
+	uint64_t hash;
+	uint32_t nranks;
+	uint32_t *dev;	 /* per rank: device index */
+	struct crank *rs;
+	uint64_t done_max;
+	uint32_t stall; /* consecutive intervals without completion */
+	uint8_t any_done;
+};
+
+/* A connection that has carried traffic: one cell of the sparse matrix. */
+struct cell {
+	uint64_t key;
+	uint32_t comm;
+	uint32_t src;
+	uint32_t dst;
+	uint32_t ep_tx;
+	uint32_t ep_rx;
+	float base; /* log time per byte relative to class, clean EWMA */
+	uint8_t warm;
+	uint8_t net;
+	uint8_t algo;
+	uint8_t tr;
+	uint8_t hot;
+	uint64_t iv; /* interval + 1 of the current sample */
+	float q;     /* this interval: log ratio to class median */
+	float r;     /* q minus baseline (or q when cold) */
+	float z;
+	uint32_t pending;
+	uint64_t bytes;
+	uint32_t widx; /* work item of the current interval, or NO_IDX */
+	uint32_t cls;  /* its class (persistent), NO_IDX before the first */
+	uint8_t sc;    /* chunk size class the class was chosen for */
+	uint32_t link; /* physical link (ep_tx, ep_rx) it runs over */
+};
+
+/*
+ * A physical link: all cells between one transmit endpoint and one receive
+ * endpoint, whatever their communicator or algorithm. Rows and columns are
+ * judged over links, so ring and tree traffic to the same peer count once.
+ */
+struct link {
+	uint32_t ep_tx;
+	uint32_t ep_rx;
+	uint64_t iv; /* interval + 1 of the sums below */
+	uint32_t k;  /* cells this interval */
+	uint32_t ncold;
+	uint32_t nhot;
+	uint32_t best; /* cell with the largest r */
+	float sum_r;
+	float sum_z;
+	float r;
+	float z;
+	uint8_t hot;
+};
+
+/* Per-interval work item of the comm-slow detector. */
+struct work {
+	uint32_t cell;
+	uint32_t cls;
+	double tsum; /* sum of median chunk time x chunks */
+	double bsum; /* sum of bytes */
+	float lx;    /* log time per byte */
+};
+
+struct cls {
+	uint64_t key;
+	uint64_t iv; /* interval + 1 the counters belong to */
+	uint32_t n;
+	uint32_t off;
+	uint32_t fill;
+	uint32_t parent; /* pooled class when this one is too small */
+	float med;
+	float sig;
+};
+
+/* A tracked candidate anomaly (persist.c). */
+struct track {
+	uint64_t key;
+	uint32_t hist; /* bit 0 = current interval */
+	uint8_t open;
+	uint8_t seen;
+	uint8_t immediate; /* hangs/lost nodes carry their own timeout */
+	uint8_t live;
+	double reported_slowdown;
+	uint32_t hits_r;
+	double sum_r;
+	struct c4m_event ev;
+};
+
+struct matrix {
+	struct c4m_params p;
+	uint64_t iv; /* current interval number (from input) */
+	uint64_t nanalyzed;
+
+	struct hmap comm_map;
+	struct comm *comms;
+	uint32_t ncomms, ccomms;
+
+	struct hmap host_map;
+	struct host *hosts;
+	uint32_t nhosts, chosts;
+
+	struct hmap dev_map;
+	struct dev *devs;
+	uint32_t ndevs, cdevs;
+
+	struct hmap ep_map;
+	struct ep *eps;
+	uint32_t neps, ceps;
+
+	struct hmap cell_map;
+	struct cell *cells;
+	uint32_t ncells, ccells;
+
+	struct hmap link_map;
+	struct link *links;
+	uint32_t nlinks, clinks;
+	uint32_t *lwork; /* links sampled this interval */
+	uint32_t nlwork, caplwork;
+
+	struct work *work;
+	uint32_t nwork, cwork;
+	uint32_t *order;
+	uint32_t corder;
+	float *scratch;
+	uint32_t cscratch;
+	struct hmap cls_map; /* persistent: (comm, transport, size) -> class */
+	struct cls *cls;
+	uint32_t ncls, ccls;
+	uint32_t *clwork; /* classes sampled this interval */
+	uint32_t nclwork, cclwork;
+	uint32_t *hint; /* cell of the i-th connection summary last time */
+	uint32_t nhint, chint;
+	uint64_t last_comm; /* one-entry cache of comm_map */
+	uint32_t last_ci;
+	float lmin;  /* log(min_slowdown) */
+	float lcold; /* log(cold_slowdown) */
+
+	struct hmap trk_map;
+	struct track *trk;
+	uint32_t ntrk, ctrk;
+
+	uint32_t *stuck; /* cells with pending chunks and no bytes */
+	uint32_t nstuck, cstuck;
+
+	struct c4m_event *out;
+	uint32_t nout, cout;
+};
+
+/* matrix.c helpers used by the detectors */
+uint32_t matrix_ep_dev(const struct matrix *m, uint32_t ep);
+void matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s,
+			uint32_t dev, unsigned role);
+float matrix_median(float *v, uint32_t n);
+int matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci);
+
+/* cell.c: communication slow */
+int cell_ingest(struct matrix *m, const struct c4m_input *in);
+int cell_detect(struct matrix *m);
+
+/* wait.c: non-communication slow */
+int wait_ingest(struct matrix *m, const struct c4m_input *in);
+int wait_detect(struct matrix *m);
+
+/* hang.c: hangs and lost nodes */
+int hang_detect(struct matrix *m);
+
+/* persist.c: candidates, persistence, event lifecycle */
+int persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
+		    int immediate);
+int persist_finish(struct matrix *m);
+uint64_t persist_key(unsigned kind, uint64_t a, uint64_t b);
+void persist_free(struct matrix *m);
+
+#endif /* MATRIX_INT_H */

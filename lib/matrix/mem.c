@@ -1,0 +1,130 @@
+/*
+ * mem.c: allocation wrappers that count the engine's live and peak bytes.
+ * Each block carries its size in a 16-byte header so frees can be counted.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "matrix_int.h"
+
+#define MEM_HDR 16u
+
+static _Atomic size_t mem_cur;
+static _Atomic size_t mem_peak;
+
+static void
+mem_account(size_t add, size_t sub)
+{
+	size_t now, pk;
+
+	if (add >= sub)
+		now = atomic_fetch_add(&mem_cur, add - sub) + (add - sub);
+	else
+		now = atomic_fetch_sub(&mem_cur, sub - add) - (sub - add);
+	pk = atomic_load(&mem_peak);
+	while (now > pk && !atomic_compare_exchange_weak(&mem_peak, &pk, now))
+		;
+}
+
+/* Allocate size bytes (counted); NULL on failure or size 0. */
+void *
+mem_alloc(size_t size)
+{
+	unsigned char *b;
+
+	if (size == 0 || size > SIZE_MAX - MEM_HDR)
+		return NULL;
+	b = malloc(size + MEM_HDR);
+	if (b == NULL)
+		return NULL;
+	memcpy(b, &size, sizeof(size));
+	mem_account(size, 0);
+	return b + MEM_HDR;
+}
+
+/* Allocate n * size zeroed bytes (counted); NULL on overflow or failure. */
+void *
+mem_calloc(size_t n, size_t size)
+{
+	void *p;
+
+	if (n != 0 && size > SIZE_MAX / n)
+		return NULL;
+	p = mem_alloc(n * size);
+	if (p != NULL)
+		memset(p, 0, n * size);
+	return p;
+}
+
+/* Resize a block from mem_alloc (or NULL); the old block survives failure. */
+void *
+mem_realloc(void *p, size_t size)
+{
+	unsigned char *b, *nb;
+	size_t old;
+
+	if (p == NULL)
+		return mem_alloc(size);
+	if (size == 0 || size > SIZE_MAX - MEM_HDR)
+		return NULL;
+	b = (unsigned char *)p - MEM_HDR;
+	memcpy(&old, b, sizeof(old));
+	nb = realloc(b, size + MEM_HDR);
+	if (nb == NULL)
+		return NULL;
+	memcpy(nb, &size, sizeof(size));
+	mem_account(size, old);
+	return nb + MEM_HDR;
+}
+
+void
+mem_free(void *p)
+{
+	unsigned char *b;
+	size_t old;
+
+	if (p == NULL)
+		return;
+	b = (unsigned char *)p - MEM_HDR;
+	memcpy(&old, b, sizeof(old));
+	mem_account(0, old);
+	free(b);
+}
+
+/*
+ * Make *p hold at least need elements of elem bytes, doubling *cap. The
+ * added tail is zeroed. Returns 0, or -1 with *p and *cap unchanged.
+ */
+int
+mem_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+	uint64_t ncap;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 16;
+	while (ncap < need)
+		ncap *= 2;
+	if (ncap > UINT32_MAX)
+		return -1;
+	np = mem_realloc(*p, (size_t)ncap * elem);
+	if (np == NULL)
+		return -1;
+	memset((char *)np + (size_t)*cap * elem, 0,
+	       (size_t)(ncap - *cap) * elem);
+	*p = np;
+	*cap = (uint32_t)ncap;
+	return 0;
+}
+
+/* Live and peak bytes allocated by the engine (all engines together). */
+void
+matrix_mem_usage(size_t *cur, size_t *peak)
+{
+	if (cur != NULL)
+		*cur = atomic_load(&mem_cur);
+	if (peak != NULL)
+		*peak = atomic_load(&mem_peak);
+}

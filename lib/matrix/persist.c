@@ -1,0 +1,206 @@
+/*
+ * persist.c: candidates become events. Every detector reports candidate
+ * anomalies per interval under a key naming the kind and the culprit; this
+ * layer keeps a short history per key and decides: OPEN when the candidate
+ * was seen in persist_k of the last persist_n intervals (at once for hangs
+ * and lost nodes, whose detectors apply their own timeout), UPDATED when
+ * the slowdown moved by update_delta, RESOLVED after resolve_n clean
+ * intervals. One key has at most one open event; the event id is the key.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "matrix_int.h"
+
+/* Stable key (and event id) for a kind and up to two physical identities. */
+uint64_t
+persist_key(unsigned kind, uint64_t a, uint64_t b)
+{
+	uint64_t k = hmap_mix(hmap_mix((uint64_t)kind * 0x100000001b3ull ^ a) ^
+			      (b * 0x9e3779b97f4a7c15ull + 1));
+
+	return k == HMAP_EMPTY ? k - 1 : k;
+}
+
+static void
+persist_merge(struct c4m_event *dst, const struct c4m_event *e)
+{
+	uint8_t i, w;
+
+	dst->ncells_total += e->ncells_total;
+	if (e->score > dst->score)
+		dst->score = e->score;
+	for (i = 0; i < e->ncells; i++) {
+		if (dst->ncells < C4M_MAX_CELLS) {
+			dst->cells[dst->ncells++] = e->cells[i];
+			continue;
+		}
+		/* keep the strongest cells: replace the weakest */
+		for (w = 0; w < dst->ncells; w++)
+			if (dst->cells[w].ratio < e->cells[i].ratio)
+				break;
+		if (w < dst->ncells) {
+			uint8_t lo = 0, j;
+
+			for (j = 1; j < dst->ncells; j++)
+				if (dst->cells[j].ratio < dst->cells[lo].ratio)
+					lo = j;
+			dst->cells[lo] = e->cells[i];
+		}
+	}
+}
+
+/*
+ * Record candidate e under key for the current interval. Several
+ * observations of one key in an interval are merged (cells, strongest
+ * score, mean log slowdown). immediate: open without waiting for
+ * persistence. Returns 0 or -1 on memory exhaustion.
+ */
+int
+persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
+		int immediate)
+{
+	struct track *t;
+	uint32_t idx;
+
+	if (hmap_get(&m->trk_map, key, &idx) < 0) {
+		if (mem_grow((void **)&m->trk, &m->ctrk, m->ntrk + 1,
+			     sizeof(*m->trk)) < 0)
+			return -1;
+		if (hmap_put(&m->trk_map, key, m->ntrk) < 0)
+			return -1;
+		idx = m->ntrk++;
+		t = &m->trk[idx];
+		memset(t, 0, sizeof(*t));
+		t->key = key;
+		t->live = 1;
+	}
+	t = &m->trk[idx];
+	t->immediate = (uint8_t)immediate;
+	if (!t->seen) {
+		uint64_t first = t->ev.first_interval;
+		uint8_t state = t->ev.state;
+
+		t->seen = 1;
+		t->ev = *e;
+		t->ev.id = key;
+		t->ev.first_interval = first;
+		t->ev.state = state;
+		t->sum_r = log(e->slowdown > 0 ? e->slowdown : 1.0);
+		t->hits_r = 1;
+		return 0;
+	}
+	persist_merge(&t->ev, e);
+	t->sum_r += log(e->slowdown > 0 ? e->slowdown : 1.0);
+	t->hits_r++;
+	return 0;
+}
+
+static unsigned
+persist_popcount(uint32_t x)
+{
+	unsigned n = 0;
+
+	while (x) {
+		x &= x - 1;
+		n++;
+	}
+	return n;
+}
+
+static int
+persist_emit(struct matrix *m, const struct track *t, unsigned state)
+{
+	if (mem_grow((void **)&m->out, &m->cout, m->nout + 1,
+		     sizeof(*m->out)) < 0)
+		return -1;
+	m->out[m->nout] = t->ev;
+	m->out[m->nout].state = (uint8_t)state;
+	m->nout++;
+	return 0;
+}
+
+/*
+ * Close the interval: shift every history, open, update and resolve
+ * events, and forget candidates that went quiet without opening. Returns
+ * 0 or -1 on memory exhaustion.
+ */
+int
+persist_finish(struct matrix *m)
+{
+	const struct c4m_params *p = &m->p;
+	uint32_t nmask = (1u << p->persist_n) - 1;
+	uint32_t rmask = (1u << p->resolve_n) - 1;
+	uint32_t i, j;
+
+	for (i = 0; i < m->ntrk; i++) {
+		struct track *t = &m->trk[i];
+		unsigned hits;
+
+		t->hist = (t->hist << 1) | t->seen;
+		hits = persist_popcount(t->hist & nmask);
+		if (t->seen) {
+			t->ev.slowdown = exp(t->sum_r / t->hits_r);
+			t->ev.last_interval = m->iv;
+			if (!t->immediate)
+				t->ev.confidence = fmin(
+					0.99, 1.0 - exp(-(double)hits *
+							t->ev.score /
+							(2.0 * p->z_min)));
+		}
+		if (!t->open) {
+			if (t->seen && (t->immediate || hits >= p->persist_k)) {
+				unsigned b, old = 0;
+
+				for (b = 0; b < p->persist_n; b++)
+					if (t->hist & (1u << b))
+						old = b;
+				t->open = 1;
+				t->ev.first_interval = m->iv - old;
+				t->reported_slowdown = t->ev.slowdown;
+				if (persist_emit(m, t, C4M_ST_OPEN) < 0)
+					return -1;
+				t->ev.state = C4M_ST_OPEN;
+			} else if ((t->hist & nmask) == 0) {
+				t->live = 0;
+			}
+		} else if (t->seen) {
+			double d = t->ev.slowdown / t->reported_slowdown - 1.0;
+
+			if (fabs(d) >= p->update_delta) {
+				t->reported_slowdown = t->ev.slowdown;
+				if (persist_emit(m, t, C4M_ST_UPDATED) < 0)
+					return -1;
+				t->ev.state = C4M_ST_UPDATED;
+			}
+		} else if ((t->hist & rmask) == 0) {
+			if (persist_emit(m, t, C4M_ST_RESOLVED) < 0)
+				return -1;
+			t->live = 0;
+		}
+		t->seen = 0;
+	}
+	/* compact, keeping the map's indices right */
+	for (i = j = 0; i < m->ntrk; i++) {
+		if (!m->trk[i].live) {
+			hmap_del(&m->trk_map, m->trk[i].key);
+			continue;
+		}
+		if (i != j) {
+			m->trk[j] = m->trk[i];
+			if (hmap_put(&m->trk_map, m->trk[j].key, j) < 0)
+				return -1;
+		}
+		j++;
+	}
+	m->ntrk = j;
+	return 0;
+}
+
+void
+persist_free(struct matrix *m)
+{
+	mem_free(m->trk);
+	m->trk = NULL;
+	m->ntrk = m->ctrk = 0;
+}

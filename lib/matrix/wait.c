@@ -1,0 +1,237 @@
+/*
+ * wait.c: non-communication slow detection (the ring wait chain).
+ *
+ * In a bulk-synchronous job a rank that is late to its collectives (slow
+ * GPU, extra compute, data loading) makes everyone else wait for it. From
+ * durations measured on its own host that rank shows: a longer gap between
+ * its collectives (its own compute), the shortest collective kernels (it
+ * arrives last and waits for nobody) and the least RecvWait/SendPeerWait.
+ * Each communicator compares its members with each other and with their
+ * own clean history; the verdict is per device, whichever communicator saw
+ * it.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "matrix_int.h"
+
+/*
+ * Take the per-rank collective and wait summaries: progress markers, the
+ * blocked flag of each device, and this interval's gap, kernel and wait
+ * samples. Summaries naming unknown communicators or ranks are skipped.
+ * Returns 0.
+ */
+int
+wait_ingest(struct matrix *m, const struct c4m_input *in)
+{
+	uint32_t ci;
+	size_t i;
+
+	for (i = 0; i < in->ncoll; i++) {
+		const struct c4m_coll *s = &in->coll[i];
+		struct crank *rs;
+		struct dev *d;
+
+		if (matrix_comm_find(m, s->comm, &ci) < 0 ||
+		    s->rank >= m->comms[ci].nranks)
+			continue;
+		rs = &m->comms[ci].rs[s->rank];
+		d = &m->devs[m->comms[ci].dev[s->rank]];
+		if (rs->seen_iv != m->iv + 1) {
+			/* first summary of this member in this interval */
+			rs->seen_iv = m->iv + 1;
+			rs->enter = rs->done = 0;
+			rs->gs = rs->ks = rs->ws = 0;
+			rs->gn = rs->kn = rs->wn = 0;
+		}
+		if (s->seq_enter > rs->enter)
+			rs->enter = s->seq_enter;
+		if (s->seq_done > rs->done)
+			rs->done = s->seq_done;
+		if (d->blk_iv != m->iv) {
+			d->blk_iv = m->iv;
+			d->blocked = 0;
+		}
+		if (s->seq_enter > s->seq_done)
+			d->blocked = 1;
+		if (s->nops == 0 || s->gap.count == 0 || s->kernel.count == 0 ||
+		    !(s->gap.sum > 0) || !(s->kernel.sum > 0))
+			continue;
+		rs->gs += s->gap.sum;
+		rs->gn += s->gap.count;
+		rs->ks += s->kernel.sum;
+		rs->kn += s->kernel.count;
+	}
+	for (i = 0; i < in->nwait; i++) {
+		const struct c4m_wait *w = &in->wait[i];
+		struct crank *rs;
+
+		if (matrix_comm_find(m, w->comm, &ci) < 0 ||
+		    w->rank >= m->comms[ci].nranks)
+			continue;
+		rs = &m->comms[ci].rs[w->rank];
+		if (rs->seen_iv != m->iv + 1)
+			continue;
+		rs->ws += w->recv_wait_us + w->send_peer_wait_us;
+		rs->wn += w->nsteps;
+	}
+	/* turn this interval's sums into log means (only touched members) */
+	for (i = 0; i < in->ncoll; i++) {
+		struct crank *rs;
+
+		if (matrix_comm_find(m, in->coll[i].comm, &ci) < 0 ||
+		    in->coll[i].rank >= m->comms[ci].nranks)
+			continue;
+		rs = &m->comms[ci].rs[in->coll[i].rank];
+		rs->has = rs->gn > 0 && rs->kn > 0;
+		if (rs->has) {
+			rs->lg = (float)log(rs->gs / (double)rs->gn);
+			rs->lk = (float)log(rs->ks / (double)rs->kn);
+		}
+		rs->lw = rs->wn > 0 && rs->ws > 0
+				 ? (float)log(rs->ws / (double)rs->wn)
+				 : NAN;
+	}
+	return 0;
+}
+
+static int
+wait_fresh(const struct matrix *m, const struct crank *rs)
+{
+	return rs->seen_iv == m->iv + 1 && rs->has;
+}
+
+static int
+wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
+	     float z)
+{
+	struct c4m_event e;
+	uint32_t dev = c->dev[rank];
+	const struct dev *d = &m->devs[dev];
+
+	memset(&e, 0, sizeof(e));
+	e.kind = C4M_EV_NONCOMM_SLOW;
+	e.comm = c->hash;
+	matrix_suspect_dev(m, &e.suspects[0], dev, C4M_ROLE_RANK);
+	e.suspects[0].comm = c->hash;
+	e.suspects[0].rank = e.suspects[0].peer_rank = rank;
+	e.nsuspects = 1;
+	e.ncells = 1;
+	e.ncells_total = 1;
+	e.cells[0].comm = c->hash;
+	e.cells[0].src = e.cells[0].dst = rank;
+	e.cells[0].ratio = expf(r);
+	e.cells[0].z = z;
+	e.slowdown = exp(r);
+	e.score = z;
+	e.action = C4M_ACT_ISOLATE_HOST;
+	e.isolate_host = d->host;
+	return persist_observe(
+		m, persist_key(C4M_EV_NONCOMM_SLOW, ((uint64_t)d->host << 16) | d->gpu, 0),
+		&e, 0);
+}
+
+/*
+ * Judge one communicator: medians of log gap, log kernel time and log wait
+ * over the members that reported, each member's gap against the median
+ * and its own baseline, a robust z over the members, and the wait-chain
+ * confirmation (kernel time and wait not above the median).
+ */
+static int
+wait_comm(struct matrix *m, struct comm *c)
+{
+	const struct c4m_params *p = &m->p;
+	float *v = m->scratch;
+	float medg, medk, medw = NAN, medr, mad, sig;
+	float clean = m->lmin;
+	uint32_t r, n = 0, nw = 0;
+
+	for (r = 0; r < c->nranks; r++)
+		if (wait_fresh(m, &c->rs[r]))
+			v[n++] = c->rs[r].lg;
+	if (n < p->min_group || n * 2 < c->nranks)
+		return 0;
+	medg = matrix_median(v, n);
+	n = 0;
+	for (r = 0; r < c->nranks; r++)
+		if (wait_fresh(m, &c->rs[r]))
+			v[n++] = c->rs[r].lk;
+	medk = matrix_median(v, n);
+	for (r = 0; r < c->nranks; r++)
+		if (wait_fresh(m, &c->rs[r]) && !isnan(c->rs[r].lw))
+			v[nw++] = c->rs[r].lw;
+	if (nw >= p->min_group)
+		medw = matrix_median(v, nw);
+	n = 0;
+	for (r = 0; r < c->nranks; r++) {
+		struct crank *rs = &c->rs[r];
+		float q;
+
+		if (!wait_fresh(m, rs))
+			continue;
+		q = rs->lg - medg;
+		v[n++] = rs->gwarm >= p->warm_intervals ? q - rs->gbase : q;
+	}
+	medr = matrix_median(v, n);
+	for (r = 0; r < n; r++)
+		v[r] = fabsf(v[r] - medr);
+	mad = matrix_median(v, n);
+	sig = fmaxf(1.4826f * mad, (float)p->sigma_floor);
+	for (r = 0; r < c->nranks; r++) {
+		struct crank *rs = &c->rs[r];
+		int warm = rs->gwarm >= p->warm_intervals, hot;
+		float q, x, z;
+
+		if (!wait_fresh(m, rs))
+			continue;
+		q = rs->lg - medg;
+		x = (warm ? q - rs->gbase : q) - medr;
+		z = x / sig;
+		if (warm)
+			hot = x >= m->lmin &&
+			      z >= (float)p->z_min;
+		else
+			hot = x >= m->lcold &&
+			      z >= (float)p->cold_z_min;
+		/* the culprit waits least: short kernels, little wait */
+		if (hot && rs->lk > medk)
+			hot = 0;
+		if (hot && !isnan(medw) && !isnan(rs->lw) && rs->lw > medw)
+			hot = 0;
+		if (hot) {
+			if (wait_observe(m, c, r, x, z) < 0)
+				return -1;
+			continue;
+		}
+		if (warm && x >= clean)
+			continue;
+		if (rs->gwarm == 0)
+			rs->gbase = q;
+		else
+			rs->gbase += (float)p->base_alpha * (q - rs->gbase);
+		if (rs->gwarm < UINT8_MAX)
+			rs->gwarm++;
+	}
+	return 0;
+}
+
+/* Run the wait-chain judgment on every communicator. Returns 0 or -1. */
+int
+wait_detect(struct matrix *m)
+{
+	uint32_t ci, maxn = 0;
+
+	for (ci = 0; ci < m->ncomms; ci++)
+		if (m->comms[ci].nranks > maxn)
+			maxn = m->comms[ci].nranks;
+	if (mem_grow((void **)&m->scratch, &m->cscratch, maxn + 1,
+		     sizeof(*m->scratch)) < 0)
+		return -1;
+	for (ci = 0; ci < m->ncomms; ci++) {
+		if (m->comms[ci].nranks < m->p.min_group)
+			continue;
+		if (wait_comm(m, &m->comms[ci]) < 0)
+			return -1;
+	}
+	return 0;
+}
