@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "hmap.h"
+#include "tmap.h"
 
 struct alloc_req {
 	char id[ALLOC_REQID_MAX];
@@ -50,7 +50,7 @@ struct alloc {
 	struct alloc_req *rq;
 	uint32_t nrq, rq_cap;
 	struct alloc_freelist rq_free;
-	struct hmap rq_idx;
+	struct tmap rq_idx;
 	uint64_t next_id;
 	size_t live_qps, live_reqs, stranded;
 	double *inv_link; /* 1 / cable capacity */
@@ -157,7 +157,7 @@ alloc_free(struct alloc *a)
 	free(a->qp);
 	free(a->qp_free.v);
 	free(a->rq_free.v);
-	hmap_free(&a->rq_idx);
+	tmap_free(&a->rq_idx);
 	free(a->lup);
 	free(a->ldown);
 	free(a->bup);
@@ -189,7 +189,7 @@ alloc_rq_rehash(const void *arg, uint32_t slot)
 {
 	const struct alloc *a = arg;
 
-	return hmap_str(a->rq[slot].id);
+	return tmap_str(a->rq[slot].id);
 }
 
 static uint32_t
@@ -197,7 +197,7 @@ alloc_rq_find(const struct alloc *a, const char *id)
 {
 	struct alloc_key k = {a, id};
 
-	return hmap_find(&a->rq_idx, hmap_str(id), alloc_rq_eq, &k);
+	return tmap_find(&a->rq_idx, tmap_str(id), alloc_rq_eq, &k);
 }
 
 /* ---- loads ----------------------------------------------------------------
@@ -452,7 +452,7 @@ alloc_rq_release(struct alloc *a, uint32_t s)
 			alloc_load(a, q, -1);
 		alloc_qp_put(a, r->qps[i]);
 	}
-	hmap_remove(&a->rq_idx, hmap_str(r->id), s);
+	tmap_remove(&a->rq_idx, tmap_str(r->id), s);
 	free(r->qps);
 	r->qps = NULL;
 	r->nqp = 0;
@@ -508,7 +508,7 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 		return -EINVAL;
 	}
 	s = alloc_rq_find(a, req_id);
-	if (s != HMAP_EMPTY) {
+	if (s != TMAP_EMPTY) {
 		r = &a->rq[s];
 		if (r->job != job || r->nqp != n) {
 			alloc_err(
@@ -588,7 +588,7 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 	}
 	r->nqp = (uint32_t)n;
 	r->live = true;
-	if (hmap_insert(&a->rq_idx, hmap_str(r->id), s, alloc_rq_rehash, a) <
+	if (tmap_insert(&a->rq_idx, tmap_str(r->id), s, alloc_rq_rehash, a) <
 	    0) {
 		alloc_err(err, errlen, "out of memory");
 		rc = -ENOMEM;
@@ -617,7 +617,7 @@ alloc_lookup(const struct alloc *a, const char *req_id,
 {
 	uint32_t s = alloc_rq_find(a, req_id), i;
 
-	if (s == HMAP_EMPTY || a->rq[s].nqp != n)
+	if (s == TMAP_EMPTY || a->rq[s].nqp != n)
 		return -ENOENT;
 	for (i = 0; i < n; i++)
 		alloc_res(&a->qp[a->rq[s].qps[i]], &out[i]);
@@ -629,7 +629,7 @@ alloc_release(struct alloc *a, const char *req_id)
 {
 	uint32_t s = alloc_rq_find(a, req_id);
 
-	return s == HMAP_EMPTY ? 0 : alloc_rq_release(a, s);
+	return s == TMAP_EMPTY ? 0 : alloc_rq_release(a, s);
 }
 
 size_t
@@ -1055,7 +1055,7 @@ alloc_restore_group(struct alloc *a, const struct alloc_record *recs,
 	}
 	r->nqp = k;
 	r->live = true;
-	if (hmap_insert(&a->rq_idx, hmap_str(r->id), s, alloc_rq_rehash, a) < 0)
+	if (tmap_insert(&a->rq_idx, tmap_str(r->id), s, alloc_rq_rehash, a) < 0)
 		goto fail;
 	for (i = 0; i < k; i++) {
 		const struct alloc_qp *q = &a->qp[r->qps[i]];
@@ -1139,7 +1139,7 @@ alloc_restore(struct alloc *a, const struct alloc_record *recs, size_t n,
 				  f->req_id, j - i, f->nqp);
 			goto out;
 		}
-		if (alloc_rq_find(a, f->req_id) != HMAP_EMPTY) {
+		if (alloc_rq_find(a, f->req_id) != TMAP_EMPTY) {
 			alloc_err(err, errlen, "request %s exists", f->req_id);
 			rc = -EEXIST;
 			goto out;

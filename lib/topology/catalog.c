@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "catalog.h"
-#include "hmap.h"
+#include "tmap.h"
 
 struct catalog {
 	const struct topo *t;
@@ -15,7 +15,7 @@ struct catalog {
 	bool have_model;
 	struct catalog_entry *ent;
 	size_t nent, cap;
-	struct hmap idx;
+	struct tmap idx;
 	uint64_t gen;
 };
 
@@ -37,8 +37,8 @@ catalog_err(char *err, size_t len, const char *fmt, ...)
 static uint64_t
 catalog_key_hash(const struct catalog_key *k)
 {
-	return hmap_mix(((uint64_t)k->sip << 32 | k->dip) ^
-			hmap_mix(k->side + 1));
+	return tmap_mix(((uint64_t)k->sip << 32 | k->dip) ^
+			tmap_mix(k->side + 1));
 }
 
 struct catalog_probe {
@@ -92,7 +92,7 @@ catalog_free(struct catalog *c)
 	for (i = 0; i < c->nent; i++)
 		free(c->ent[i].recs);
 	free(c->ent);
-	hmap_free(&c->idx);
+	tmap_free(&c->idx);
 	free(c);
 }
 
@@ -102,8 +102,8 @@ catalog_find(const struct catalog *c, const struct catalog_key *key)
 	struct catalog_probe p = {c, key};
 	uint32_t s;
 
-	s = hmap_find(&c->idx, catalog_key_hash(key), catalog_key_eq, &p);
-	return s == HMAP_EMPTY ? NULL : &c->ent[s];
+	s = tmap_find(&c->idx, catalog_key_hash(key), catalog_key_eq, &p);
+	return s == TMAP_EMPTY ? NULL : &c->ent[s];
 }
 
 /*
@@ -119,8 +119,8 @@ catalog_slot(struct catalog *c, const struct catalog_key *key, char *err,
 	struct catalog_entry *e;
 	uint32_t s, sp;
 
-	s = hmap_find(&c->idx, catalog_key_hash(key), catalog_key_eq, &p);
-	if (s != HMAP_EMPTY)
+	s = tmap_find(&c->idx, catalog_key_hash(key), catalog_key_eq, &p);
+	if (s != TMAP_EMPTY)
 		return &c->ent[s];
 	if (key->side >= TOPO_SIDES) {
 		catalog_err(err, errlen, "bad side %u", key->side);
@@ -152,7 +152,7 @@ catalog_slot(struct catalog *c, const struct catalog_key *key, char *err,
 	memset(e, 0, sizeof(*e));
 	e->key = *key;
 	e->src_port = sp;
-	if (hmap_insert(&c->idx, catalog_key_hash(key), (uint32_t)c->nent,
+	if (tmap_insert(&c->idx, catalog_key_hash(key), (uint32_t)c->nent,
 			catalog_rehash, c) < 0) {
 		catalog_err(err, errlen, "out of memory");
 		return NULL;
@@ -397,21 +397,21 @@ catalog_drop(struct catalog *c, const struct catalog_key *key)
 	struct catalog_probe p = {c, key};
 	uint32_t s, last;
 
-	s = hmap_find(&c->idx, catalog_key_hash(key), catalog_key_eq, &p);
-	if (s == HMAP_EMPTY)
+	s = tmap_find(&c->idx, catalog_key_hash(key), catalog_key_eq, &p);
+	if (s == TMAP_EMPTY)
 		return -1;
 	c->gen++;
-	hmap_remove(&c->idx, catalog_key_hash(key), s);
+	tmap_remove(&c->idx, catalog_key_hash(key), s);
 	free(c->ent[s].recs);
 	last = (uint32_t)c->nent - 1;
 	if (s != last) {
 		uint64_t h = catalog_key_hash(&c->ent[last].key);
 
 		/* move the last entry into the hole, keeping the index right */
-		hmap_remove(&c->idx, h, last);
+		tmap_remove(&c->idx, h, last);
 		c->ent[s] = c->ent[last];
 		c->nent--;
-		return hmap_insert(&c->idx, h, s, catalog_rehash, c);
+		return tmap_insert(&c->idx, h, s, catalog_rehash, c);
 	}
 	c->nent--;
 	return 0;
@@ -446,7 +446,7 @@ catalog_pick_port(const struct topo *t, const uint32_t *bucket, uint32_t n,
 		healthy += t->ports[bucket[i]].up;
 	if (healthy == 0)
 		return TOPO_NONE;
-	k = (uint32_t)(hmap_mix(seed) % healthy);
+	k = (uint32_t)(tmap_mix(seed) % healthy);
 	for (i = 0; i < n; i++)
 		if (t->ports[bucket[i]].up && k-- == 0)
 			return bucket[i];

@@ -7,12 +7,12 @@
 #include <string.h>
 
 #include "hash.h"
-#include "hmap.h"
+#include "tmap.h"
 
 uint64_t
 hash_switch_seed(const struct hash_model *m, unsigned kind, uint32_t id)
 {
-	return hmap_mix(m->seed ^ hmap_mix(((uint64_t)kind << 32 | id) +
+	return tmap_mix(m->seed ^ tmap_mix(((uint64_t)kind << 32 | id) +
 					   0x9e3779b97f4a7c15ULL));
 }
 
@@ -23,7 +23,7 @@ hash_flow(uint64_t sw_seed, const struct hash_flow *f)
 	uint64_t b =
 		(uint64_t)f->proto << 32 | (uint64_t)f->sport << 16 | f->dport;
 
-	return hmap_mix(sw_seed ^ hmap_mix(a ^ hmap_mix(b + sw_seed)));
+	return tmap_mix(sw_seed ^ tmap_mix(a ^ tmap_mix(b + sw_seed)));
 }
 
 static void hash_err(char *err, size_t len, const char *fmt, ...)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmap.h"
+#include "tmap.h"
 #include "topo.h"
 
 static void topo_err(char *err, size_t len, const char *fmt, ...)
@@ -344,7 +344,7 @@ topo_cmp_spine_links(const void *a, const void *b)
 static uint64_t
 topo_ip_hash(uint32_t ip)
 {
-	return hmap_mix(ip);
+	return tmap_mix(ip);
 }
 
 /*
@@ -411,7 +411,7 @@ topo_names_rehash(const void *arg, uint32_t slot)
 {
 	const struct topo_names *n = arg;
 
-	return hmap_str(n->name(n->t, slot));
+	return tmap_str(n->name(n->t, slot));
 }
 
 static const char *
@@ -438,20 +438,20 @@ topo_unique(const struct topo *t, const char *what,
 	    const char *(*fn)(const struct topo *, uint32_t), uint32_t count,
 	    char *err, size_t errlen)
 {
-	struct hmap m = {0};
+	struct tmap m = {0};
 	struct topo_names n = {fn, t, NULL};
 	uint32_t i;
 	int rc = -1;
 
 	for (i = 0; i < count; i++) {
 		n.key = fn(t, i);
-		if (hmap_find(&m, hmap_str(n.key), topo_names_eq, &n) !=
-		    HMAP_EMPTY) {
+		if (tmap_find(&m, tmap_str(n.key), topo_names_eq, &n) !=
+		    TMAP_EMPTY) {
 			topo_err(err, errlen, "duplicate %s name '%s'", what,
 				 n.key);
 			goto out;
 		}
-		if (hmap_insert(&m, hmap_str(n.key), i, topo_names_rehash, &n) <
+		if (tmap_insert(&m, tmap_str(n.key), i, topo_names_rehash, &n) <
 		    0) {
 			topo_err(err, errlen, "out of memory");
 			goto out;
@@ -459,7 +459,7 @@ topo_unique(const struct topo *t, const char *what,
 	}
 	rc = 0;
 out:
-	hmap_free(&m);
+	tmap_free(&m);
 	return rc;
 }
 

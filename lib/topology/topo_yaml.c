@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmap.h"
+#include "tmap.h"
 #include "topo_yaml.h"
 
 /* ---- the raw file, as cfg loads it -------------------------------------- */
@@ -179,7 +179,7 @@ struct ty_names {
 	const struct cfg_list *l;
 	size_t size, name_off;
 	const char *key;
-	struct hmap m;
+	struct tmap m;
 };
 
 static const char *
@@ -203,7 +203,7 @@ ty_names_rehash(const void *arg, uint32_t slot)
 {
 	const char *s = ty_name_at(arg, slot);
 
-	return hmap_str(s != NULL ? s : "");
+	return tmap_str(s != NULL ? s : "");
 }
 
 /* Index of the item named key, or TOPO_NONE. */
@@ -215,8 +215,8 @@ ty_names_find(struct ty_names *n, const char *key)
 	if (key == NULL)
 		return TOPO_NONE;
 	n->key = key;
-	s = hmap_find(&n->m, hmap_str(key), ty_names_eq, n);
-	return s == HMAP_EMPTY ? TOPO_NONE : s;
+	s = tmap_find(&n->m, tmap_str(key), ty_names_eq, n);
+	return s == TMAP_EMPTY ? TOPO_NONE : s;
 }
 
 /*
@@ -261,7 +261,7 @@ ty_names_build(struct ty_names *n, const struct cfg_list *l, size_t size,
 				what, name, pp->line);
 			continue;
 		}
-		if (hmap_insert(&n->m, hmap_str(name), i, ty_names_rehash, n) <
+		if (tmap_insert(&n->m, tmap_str(name), i, ty_names_rehash, n) <
 		    0)
 			cfg_diag_add(d, *p, "out of memory");
 	}
@@ -333,7 +333,7 @@ ty_check_nics(struct ty_ctx *c)
 		ty_names_build(&nn, &host->nics, sizeof(struct ty_nic),
 			       offsetof(struct ty_nic, name),
 			       offsetof(struct ty_nic, name_at), "nic", c->d);
-		hmap_free(&nn.m);
+		tmap_free(&nn.m);
 		for (n = 0; n < host->nics.n; n++) {
 			struct ty_nic *nic =
 				TY_ITEM(host->nics, struct ty_nic, n);
@@ -661,9 +661,9 @@ ty_process(struct ty_file *f, struct cfg_diag *d, bool loaded,
 	}
 	topo_free(c.t);
 	free(c.bundle_line);
-	hmap_free(&c.leaves.m);
-	hmap_free(&c.spines.m);
-	hmap_free(&c.hosts.m);
+	tmap_free(&c.leaves.m);
+	tmap_free(&c.spines.m);
+	tmap_free(&c.hosts.m);
 	return rc;
 }
 

@@ -1,20 +1,20 @@
 /*
- * hmap.h: an open-addressing index from caller-defined keys to dense uint32
+ * tmap.h: an open-addressing index from caller-defined keys to dense uint32
  * slot numbers. The map stores only slot numbers; the caller owns the
  * objects, computes the key hash and answers "does slot s hold this key?".
  * Internal to lib/topology.
  */
-#ifndef C4_HMAP_H
-#define C4_HMAP_H
+#ifndef C4_TMAP_H
+#define C4_TMAP_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define HMAP_EMPTY UINT32_MAX
-#define HMAP_DEAD  (UINT32_MAX - 1)
+#define TMAP_EMPTY UINT32_MAX
+#define TMAP_DEAD  (UINT32_MAX - 1)
 
-struct hmap {
+struct tmap {
 	uint32_t *tab;
 	size_t cap;  /* power of two, or 0 */
 	size_t used; /* live + dead cells */
@@ -22,25 +22,25 @@ struct hmap {
 };
 
 /* key_eq(arg, slot) returns true when the object in slot has the key. */
-typedef bool (*hmap_eq_fn)(const void *arg, uint32_t slot);
+typedef bool (*tmap_eq_fn)(const void *arg, uint32_t slot);
 
-void hmap_free(struct hmap *m);
-/* Returns the slot holding the key, or HMAP_EMPTY. */
-uint32_t hmap_find(const struct hmap *m, uint64_t hash, hmap_eq_fn eq,
+void tmap_free(struct tmap *m);
+/* Returns the slot holding the key, or TMAP_EMPTY. */
+uint32_t tmap_find(const struct tmap *m, uint64_t hash, tmap_eq_fn eq,
 		   const void *arg);
 /*
  * Inserts slot under hash (the key must not be present: callers find
  * first). rehash(arg, slot) gives the hash of a stored slot when the table
  * grows. Returns 0 or -1 when out of memory.
  */
-int hmap_insert(struct hmap *m, uint64_t hash, uint32_t slot,
+int tmap_insert(struct tmap *m, uint64_t hash, uint32_t slot,
 		uint64_t (*rehash)(const void *arg, uint32_t slot),
 		const void *arg);
 /* Removes the cell holding slot (found via hash); returns 0 or -1. */
-int hmap_remove(struct hmap *m, uint64_t hash, uint32_t slot);
+int tmap_remove(struct tmap *m, uint64_t hash, uint32_t slot);
 
 /* A 64-bit mixer (finalizer quality) and a byte-string hash built on it. */
-uint64_t hmap_mix(uint64_t x);
-uint64_t hmap_str(const char *s);
+uint64_t tmap_mix(uint64_t x);
+uint64_t tmap_str(const char *s);
 
-#endif /* C4_HMAP_H */
+#endif /* C4_TMAP_H */

@@ -1,12 +1,12 @@
 /*
- * hmap.c: linear-probing index of slot numbers (see hmap.h).
+ * tmap.c: linear-probing index of slot numbers (see tmap.h).
  */
 #include <stdlib.h>
 
-#include "hmap.h"
+#include "tmap.h"
 
 uint64_t
-hmap_mix(uint64_t x)
+tmap_mix(uint64_t x)
 {
 	x ^= x >> 30;
 	x *= 0xbf58476d1ce4e5b9ULL;
@@ -17,17 +17,17 @@ hmap_mix(uint64_t x)
 }
 
 uint64_t
-hmap_str(const char *s)
+tmap_str(const char *s)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ULL;
 
 	while (*s != '\0')
-		h = hmap_mix(h ^ (unsigned char)*s++);
+		h = tmap_mix(h ^ (unsigned char)*s++);
 	return h;
 }
 
 void
-hmap_free(struct hmap *m)
+tmap_free(struct tmap *m)
 {
 	free(m->tab);
 	m->tab = NULL;
@@ -35,19 +35,19 @@ hmap_free(struct hmap *m)
 }
 
 uint32_t
-hmap_find(const struct hmap *m, uint64_t hash, hmap_eq_fn eq, const void *arg)
+tmap_find(const struct tmap *m, uint64_t hash, tmap_eq_fn eq, const void *arg)
 {
 	size_t mask, i;
 
 	if (m->cap == 0)
-		return HMAP_EMPTY;
+		return TMAP_EMPTY;
 	mask = m->cap - 1;
 	for (i = hash & mask;; i = (i + 1) & mask) {
 		uint32_t s = m->tab[i];
 
-		if (s == HMAP_EMPTY)
-			return HMAP_EMPTY;
-		if (s != HMAP_DEAD && eq(arg, s))
+		if (s == TMAP_EMPTY)
+			return TMAP_EMPTY;
+		if (s != TMAP_DEAD && eq(arg, s))
 			return s;
 	}
 }
@@ -57,7 +57,7 @@ hmap_find(const struct hmap *m, uint64_t hash, hmap_eq_fn eq, const void *arg)
  * -1 when out of memory (the old table is kept).
  */
 static int
-hmap_grow(struct hmap *m, size_t ncap,
+tmap_grow(struct tmap *m, size_t ncap,
 	  uint64_t (*rehash)(const void *arg, uint32_t slot), const void *arg)
 {
 	uint32_t *nt;
@@ -67,13 +67,13 @@ hmap_grow(struct hmap *m, size_t ncap,
 	if (nt == NULL)
 		return -1;
 	for (i = 0; i < ncap; i++)
-		nt[i] = HMAP_EMPTY;
+		nt[i] = TMAP_EMPTY;
 	for (i = 0; i < m->cap; i++) {
 		uint32_t s = m->tab[i];
 
-		if (s == HMAP_EMPTY || s == HMAP_DEAD)
+		if (s == TMAP_EMPTY || s == TMAP_DEAD)
 			continue;
-		for (j = rehash(arg, s) & mask; nt[j] != HMAP_EMPTY;
+		for (j = rehash(arg, s) & mask; nt[j] != TMAP_EMPTY;
 		     j = (j + 1) & mask)
 			;
 		nt[j] = s;
@@ -86,7 +86,7 @@ hmap_grow(struct hmap *m, size_t ncap,
 }
 
 int
-hmap_insert(struct hmap *m, uint64_t hash, uint32_t slot,
+tmap_insert(struct tmap *m, uint64_t hash, uint32_t slot,
 	    uint64_t (*rehash)(const void *arg, uint32_t slot), const void *arg)
 {
 	size_t mask, i;
@@ -98,14 +98,14 @@ hmap_insert(struct hmap *m, uint64_t hash, uint32_t slot,
 		/* after the rebuild, live cells fill at most a quarter */
 		while (ncap < (m->live + 1) * 4)
 			ncap *= 2;
-		if (hmap_grow(m, ncap, rehash, arg) < 0)
+		if (tmap_grow(m, ncap, rehash, arg) < 0)
 			return -1;
 	}
 	mask = m->cap - 1;
-	for (i = hash & mask; m->tab[i] != HMAP_EMPTY && m->tab[i] != HMAP_DEAD;
+	for (i = hash & mask; m->tab[i] != TMAP_EMPTY && m->tab[i] != TMAP_DEAD;
 	     i = (i + 1) & mask)
 		;
-	if (m->tab[i] == HMAP_EMPTY)
+	if (m->tab[i] == TMAP_EMPTY)
 		m->used++;
 	m->tab[i] = slot;
 	m->live++;
@@ -113,16 +113,16 @@ hmap_insert(struct hmap *m, uint64_t hash, uint32_t slot,
 }
 
 int
-hmap_remove(struct hmap *m, uint64_t hash, uint32_t slot)
+tmap_remove(struct tmap *m, uint64_t hash, uint32_t slot)
 {
 	size_t mask, i;
 
 	if (m->cap == 0)
 		return -1;
 	mask = m->cap - 1;
-	for (i = hash & mask; m->tab[i] != HMAP_EMPTY; i = (i + 1) & mask) {
+	for (i = hash & mask; m->tab[i] != TMAP_EMPTY; i = (i + 1) & mask) {
 		if (m->tab[i] == slot) {
-			m->tab[i] = HMAP_DEAD;
+			m->tab[i] = TMAP_DEAD;
 			m->live--;
 			return 0;
 		}
