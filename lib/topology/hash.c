@@ -1,0 +1,266 @@
+/*
+ * hash.c: the per-switch ECMP hash model and flow routing.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "tmap.h"
+
+uint64_t
+hash_switch_seed(const struct hash_model *m, unsigned kind, uint32_t id)
+{
+	return tmap_mix(m->seed ^ tmap_mix(((uint64_t)kind << 32 | id) +
+					   0x9e3779b97f4a7c15ULL));
+}
+
+uint64_t
+hash_flow(uint64_t sw_seed, const struct hash_flow *f)
+{
+	uint64_t a = (uint64_t)f->sip << 32 | f->dip;
+	uint64_t b =
+		(uint64_t)f->proto << 32 | (uint64_t)f->sport << 16 | f->dport;
+
+	return tmap_mix(sw_seed ^ tmap_mix(a ^ tmap_mix(b + sw_seed)));
+}
+
+static void hash_err(char *err, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+hash_err(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || len == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+void
+hash_ctx_free(struct hash_ctx *c)
+{
+	free(c->up);
+	free(c->up_grp);
+	free(c->grp);
+	free(c->down);
+	free(c->down_port);
+	memset(c, 0, sizeof(*c));
+}
+
+int
+hash_ctx_init(struct hash_ctx *c, const struct topo *t,
+	      const struct hash_model *m, uint32_t src_port, uint32_t dst_ip,
+	      char *err, size_t errlen)
+{
+	const struct topo_leaf *sl;
+	uint32_t dports[TOPO_SIDES], ndp = 0, i, j, k, sleaf;
+	uint32_t dnic;
+
+	memset(c, 0, sizeof(*c));
+	if (!t->final || src_port >= t->nports) {
+		hash_err(err, errlen, "bad source port");
+		return -1;
+	}
+	dnic = topo_nic_by_ip(t, dst_ip);
+	if (dnic == TOPO_NONE) {
+		hash_err(err, errlen, "unknown destination IP");
+		return -1;
+	}
+	for (i = 0; i < TOPO_SIDES; i++)
+		if (t->ports[t->nics[dnic].port[i]].ip == dst_ip)
+			dports[ndp++] = t->nics[dnic].port[i];
+	c->t = t;
+	c->src_port = src_port;
+	c->sip = t->ports[src_port].ip;
+	c->dip = dst_ip;
+	sleaf = t->ports[src_port].leaf;
+	c->leaf_seed = hash_switch_seed(m, 0, sleaf);
+	c->direct_port = TOPO_NONE;
+	for (i = 0; i < ndp; i++)
+		if (t->ports[dports[i]].leaf == sleaf)
+			c->direct_port = dports[i];
+	sl = &t->leaves[sleaf];
+	c->up = malloc(((size_t)sl->link_count + 1) * sizeof(uint32_t));
+	c->up_grp = malloc(((size_t)sl->link_count + 1) * sizeof(uint32_t));
+	c->grp = malloc(((size_t)sl->link_count + 1) * sizeof(*c->grp));
+	c->down = malloc(((size_t)sl->link_count * TOPO_MAX_LINK_MULT * 2 + 1) *
+			 sizeof(uint32_t));
+	c->down_port =
+		malloc(((size_t)sl->link_count * TOPO_MAX_LINK_MULT * 2 + 1) *
+		       sizeof(uint32_t));
+	if (c->up == NULL || c->up_grp == NULL || c->grp == NULL ||
+	    c->down == NULL || c->down_port == NULL) {
+		hash_err(err, errlen, "out of memory");
+		goto fail;
+	}
+	/*
+	 * Walk the source leaf's cables (sorted by spine): each spine with
+	 * cables to a destination leaf (other than the source leaf) gets one
+	 * group; all the leaf's cables to it join the uplink group.
+	 */
+	for (i = 0; i < sl->link_count;) {
+		uint32_t spine =
+			t->links[t->leaf_links[sl->link_first + i]].spine;
+		uint32_t nb = 0, first = c->ndown;
+
+		for (k = 0; k < ndp; k++) {
+			uint32_t dl = t->ports[dports[k]].leaf, pos, cnt;
+
+			if (dl == sleaf)
+				continue;
+			topo_spine_to_leaf(t, spine, dl, &pos, &cnt);
+			for (j = 0; j < cnt; j++) {
+				c->down[c->ndown] = t->spine_links[pos + j];
+				c->down_port[c->ndown] = dports[k];
+				c->ndown++;
+			}
+		}
+		for (;
+		     i < sl->link_count &&
+		     t->links[t->leaf_links[sl->link_first + i]].spine == spine;
+		     i++)
+			nb++;
+		if (c->ndown == first)
+			continue;
+		c->grp[c->ngrp].seed = hash_switch_seed(m, 1, spine);
+		c->grp[c->ngrp].first = first;
+		c->grp[c->ngrp].count = c->ndown - first;
+		for (j = 0; j < nb; j++) {
+			c->up[c->nup] =
+				t->leaf_links[sl->link_first + i - nb + j];
+			c->up_grp[c->nup] = c->ngrp;
+			c->nup++;
+			c->npaths += c->ndown - first;
+		}
+		c->ngrp++;
+	}
+	if (c->direct_port != TOPO_NONE)
+		c->npaths = 1;
+	if (c->direct_port == TOPO_NONE && c->nup == 0) {
+		hash_err(err, errlen, "no spine reaches the destination leaf");
+		goto fail;
+	}
+	return 0;
+fail:
+	hash_ctx_free(c);
+	return -1;
+}
+
+static bool
+hash_down_ok(const struct hash_ctx *c, uint32_t i)
+{
+	return c->t->links[c->down[i]].up && c->t->ports[c->down_port[i]].up;
+}
+
+static bool
+hash_grp_ok(const struct hash_ctx *c, uint32_t g)
+{
+	const struct hash_spine_grp *sg = &c->grp[g];
+	uint32_t i;
+
+	for (i = 0; i < sg->count; i++)
+		if (hash_down_ok(c, sg->first + i))
+			return true;
+	return false;
+}
+
+static bool
+hash_up_ok(const struct hash_ctx *c, uint32_t i)
+{
+	return c->t->links[c->up[i]].up && hash_grp_ok(c, c->up_grp[i]);
+}
+
+/*
+ * Picks a member among n: the hashed one if ok(), else the hashed one among
+ * the healthy members (a second, independent part of the hash). Returns the
+ * member index relative to base, or TOPO_NONE when none is healthy.
+ */
+static uint32_t
+hash_pick(const struct hash_ctx *c, uint64_t h, uint32_t base, uint32_t n,
+	  bool use_health, bool (*ok)(const struct hash_ctx *, uint32_t))
+{
+	uint32_t k = (uint32_t)(h % n), i, healthy = 0;
+
+	if (!use_health || ok(c, base + k))
+		return k;
+	for (i = 0; i < n; i++)
+		healthy += ok(c, base + i);
+	if (healthy == 0)
+		return TOPO_NONE;
+	k = (uint32_t)((h >> 32) % healthy);
+	for (i = 0; i < n; i++) {
+		if (!ok(c, base + i))
+			continue;
+		if (k-- == 0)
+			return i;
+	}
+	return TOPO_NONE;
+}
+
+int
+hash_ctx_route(const struct hash_ctx *c, uint16_t sport, bool use_health,
+	       struct path *out)
+{
+	uint32_t ix;
+
+	return hash_ctx_route_ix(c, sport, use_health, out, &ix);
+}
+
+int
+hash_ctx_route_ix(const struct hash_ctx *c, uint16_t sport, bool use_health,
+		  struct path *out, uint32_t *index)
+{
+	struct hash_flow f = {c->sip, c->dip, sport, HASH_ROCE_DPORT,
+			      HASH_PROTO_UDP};
+	const struct hash_spine_grp *g;
+	uint32_t u, d;
+
+	if (use_health && !c->t->ports[c->src_port].up)
+		return -1;
+	out->src_port = c->src_port;
+	if (c->direct_port != TOPO_NONE &&
+	    (!use_health || c->t->ports[c->direct_port].up)) {
+		out->dst_port = c->direct_port;
+		out->up = out->down = TOPO_NONE;
+		*index = 0;
+		return 0;
+	}
+	if (c->nup == 0)
+		return -1;
+	u = hash_pick(c, hash_flow(c->leaf_seed, &f), 0, c->nup, use_health,
+		      hash_up_ok);
+	if (u == TOPO_NONE)
+		return -1;
+	g = &c->grp[c->up_grp[u]];
+	d = hash_pick(c, hash_flow(g->seed, &f), g->first, g->count, use_health,
+		      hash_down_ok);
+	if (d == TOPO_NONE)
+		return -1;
+	out->up = c->up[u];
+	out->down = c->down[g->first + d];
+	out->dst_port = c->down_port[g->first + d];
+	*index = 1 + u * c->ndown + g->first + d;
+	return 0;
+}
+
+int
+hash_route(const struct topo *t, const struct hash_model *m, uint32_t src_port,
+	   uint32_t dst_ip, uint16_t sport, bool use_health, struct path *out,
+	   char *err, size_t errlen)
+{
+	struct hash_ctx c;
+	int rc;
+
+	if (hash_ctx_init(&c, t, m, src_port, dst_ip, err, errlen) < 0)
+		return -1;
+	rc = hash_ctx_route(&c, sport, use_health, out);
+	if (rc < 0)
+		hash_err(err, errlen, "no healthy path");
+	hash_ctx_free(&c);
+	return rc;
+}
