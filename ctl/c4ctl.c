@@ -17,20 +17,13 @@
 
 #include "c4_build.h"
 #include "cli.h"
+#include "ctl.h"
 #include "json.h"
 #include "msg.h"
 
 #define CTL_DEFAULT_SERVER "127.0.0.1:7410"
 #define CTL_TOKEN_FILE	   C4_SYSCONFDIR "/ctl.token"
 #define CTL_PING_MAX	   100000
-
-struct ctl {
-	const char *server;
-	const char *token;
-	int json;
-	int timeout_ms;
-	struct cli cli;
-};
 
 static void
 ctl_usage(FILE *fp)
@@ -43,6 +36,12 @@ ctl_usage(FILE *fp)
 		"  ping [-c COUNT]   heartbeat round trips to the daemon\n"
 		"  status            the daemon's identity, uptime and "
 		"counters\n"
+		"  jobs              c4d-master: the job's agents, ranks, "
+		"events\n"
+		"  ranks [--comm H]  c4d-master: where each rank runs\n"
+		"  matrix [--comm H] [--svg FILE]\n"
+		"                    c4d-master: the delay matrix as a "
+		"heatmap\n"
 		"options:\n"
 		"  -s ADDR   daemon address (default $C4_SERVER or %s)\n"
 		"  -t TOKEN  credential (default $C4_TOKEN, or the first line "
@@ -80,7 +79,7 @@ ctl_now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int
+int
 ctl_connect(struct ctl *c)
 {
 	struct cli_hello h = {C4__ROLE__ROLE_CTL, c->token, NULL, NULL};
@@ -206,6 +205,31 @@ ctl_ping(struct ctl *c, int argc, char **argv)
 	free(rtt);
 	cli_close(&c->cli);
 	return ok == count ? 0 : 1;
+}
+
+C4__Envelope *
+ctl_admin(struct ctl *c, C4__AdminOp op, uint64_t comm)
+{
+	C4__AdminRequest req = C4__ADMIN_REQUEST__INIT;
+	C4__Envelope *env;
+
+	if (ctl_connect(c) < 0)
+		return NULL;
+	req.has_op = 1;
+	req.op = op;
+	if (comm != 0) {
+		req.has_comm_hash = 1;
+		req.comm_hash = comm;
+	}
+	env = cli_call(&c->cli, C4__MSG_TYPE__MSG_ADMIN_REQUEST, &req);
+	if (env == NULL || env->type != C4__MSG_TYPE__MSG_ADMIN_REPLY) {
+		fprintf(stderr, "c4ctl: %s\n",
+			env ? "unexpected answer" : c->cli.err);
+		msg_free(env);
+		cli_close(&c->cli);
+		return NULL;
+	}
+	return env;
 }
 
 static int
@@ -352,6 +376,12 @@ main(int argc, char **argv)
 	argv += optind;
 	if (strcmp(cmd, "ping") == 0) {
 		rc = ctl_ping(&c, argc, argv);
+	} else if (strcmp(cmd, "jobs") == 0) {
+		rc = ctl_jobs(&c, argc, argv);
+	} else if (strcmp(cmd, "ranks") == 0) {
+		rc = ctl_ranks(&c, argc, argv);
+	} else if (strcmp(cmd, "matrix") == 0) {
+		rc = ctl_matrix(&c, argc, argv);
 	} else if (strcmp(cmd, "status") == 0 && argc == 1) {
 		rc = ctl_status(&c);
 	} else {

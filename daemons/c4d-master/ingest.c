@@ -461,6 +461,8 @@ ing_algo(C4__Algorithm a, C4__CollFunc f)
 	case C4__ALGORITHM__ALGO_TREE:
 	case C4__ALGORITHM__ALGO_NVLS_TREE:
 		return C4M_ALGO_TREE;
+	case C4__ALGORITHM__ALGO_P2P:
+		return C4M_ALGO_P2P;
 	default:
 		return C4M_ALGO_OTHER;
 	}

@@ -58,12 +58,12 @@ enum scen_fault_kind {
 
 /* Ground truth of one injected fault. */
 struct scen_fault {
-	uint8_t kind;	    /* enum scen_fault_kind */
-	uint8_t base;	    /* effective kind (intermittent: what flaps) */
-	double slowdown;    /* factor on time (slow kinds) */
-	uint32_t start;	    /* first faulty interval */
-	uint32_t on_mask;   /* intermittent: bit i = active at start + i */
-	uint32_t host;	    /* culprit device (tx side of a connection) */
+	uint8_t kind;	  /* enum scen_fault_kind */
+	uint8_t base;	  /* effective kind (intermittent: what flaps) */
+	double slowdown;  /* factor on time (slow kinds) */
+	uint32_t start;	  /* first faulty interval */
+	uint32_t on_mask; /* intermittent: bit i = active at start + i */
+	uint32_t host;	  /* culprit device (tx side of a connection) */
 	uint16_t gpu;
 	uint32_t peer_host; /* rx side of a connection */
 	uint16_t peer_gpu;
@@ -73,16 +73,16 @@ struct scen_fault {
 };
 
 struct scen_noise {
-	double jitter_sigma;  /* per-chunk lognormal sigma */
-	double spike_prob;    /* per-chunk spike probability */
-	double spike_max;     /* spikes multiply by U(3, spike_max) */
-	double hetero_sigma;  /* static per-link lognormal sigma */
-	double link_sigma;    /* per-interval per-link lognormal sigma */
-	double host_sigma;    /* per-interval per-NIC lognormal sigma */
-	double drift_sigma;   /* per-interval job-wide lognormal sigma */
-	double burst_prob;    /* per link-interval transient slowdown */
-	double gpu_sigma;     /* static per-GPU compute lognormal sigma */
-	double compute_sigma; /* per-step compute jitter */
+	double jitter_sigma;   /* per-chunk lognormal sigma */
+	double spike_prob;     /* per-chunk spike probability */
+	double spike_max;      /* spikes multiply by U(3, spike_max) */
+	double hetero_sigma;   /* static per-link lognormal sigma */
+	double link_sigma;     /* per-interval per-link lognormal sigma */
+	double host_sigma;     /* per-interval per-NIC lognormal sigma */
+	double drift_sigma;    /* per-interval job-wide lognormal sigma */
+	double burst_prob;     /* per link-interval transient slowdown */
+	double gpu_sigma;      /* static per-GPU compute lognormal sigma */
+	double compute_sigma;  /* per-step compute jitter */
 	double clock_offset_s; /* host clock offsets up to +- this */
 };
 
@@ -102,6 +102,15 @@ void scen_free(struct scen *s);
 int scen_add_fault(struct scen *s, unsigned kind, double slowdown,
 		   uint32_t start, struct scen_fault *out);
 int scen_register(struct scen *s, struct matrix *m);
+/*
+ * The job's communicators, for drivers that register them elsewhere (the
+ * simulator that feeds real agents): i < scen_ncomms(); rank < nranks.
+ */
+uint32_t scen_ncomms(const struct scen *s);
+int scen_comm(const struct scen *s, uint32_t i, uint64_t *hash,
+	      uint32_t *nranks);
+int scen_rank_loc(const struct scen *s, uint32_t i, uint32_t rank,
+		  struct c4m_rank_loc *loc);
 int scen_interval(struct scen *s, uint32_t iv, struct c4m_input *in);
 uint32_t scen_nhosts(const struct scen *s);
 size_t scen_nconns(const struct scen *s);

@@ -242,7 +242,8 @@ scen_conn_find(struct scen *s, uint32_t ci, uint32_t src, uint32_t dst,
 		for (j = 0; j < s->ccap; j++) {
 			if (s->cvals[j] == 0)
 				continue;
-			i = (uint32_t)(s->ckeys[j] * 0x9e3779b97f4a7c15ull >> 40) &
+			i = (uint32_t)(s->ckeys[j] * 0x9e3779b97f4a7c15ull >>
+				       40) &
 			    (ncap - 1);
 			while (nv[i] != 0)
 				i = (i + 1) & (ncap - 1);
@@ -419,8 +420,8 @@ scen_layout_pp(struct scen *s)
 			for (g = 0; g < SCEN_GPUS_PER_HOST; g++) {
 				pair[0] = scen_dev(s, st * hs + h, g);
 				pair[1] = scen_dev(s, (st + 1) * hs + h, g);
-				ci = scen_comm_add(s, (uint8_t)(1 + (st & 1)), 2,
-						   pair, 20e3, 3e3);
+				ci = scen_comm_add(s, (uint8_t)(1 + (st & 1)),
+						   2, pair, 20e3, 3e3);
 				if (ci < 0 ||
 				    scen_conn_add(s, (uint32_t)ci, 0, 1,
 						  C4M_ALGO_P2P, 0x1,
@@ -513,7 +514,8 @@ scen_build(struct scen *s)
 {
 	switch (s->p.layout) {
 	case SCEN_L_TP_DP:
-		return scen_tp(s, 0, 0) < 0 ? -1 : scen_dp(s, 1, 0, s->nhosts, 1);
+		return scen_tp(s, 0, 0) < 0 ? -1
+					    : scen_dp(s, 1, 0, s->nhosts, 1);
 	case SCEN_L_TP_PP_DP:
 		return scen_layout_pp(s);
 	case SCEN_L_DP_FLAT:
@@ -521,7 +523,8 @@ scen_build(struct scen *s)
 	case SCEN_L_TP_EP_DP:
 		return scen_layout_ep(s);
 	case SCEN_L_DP_RING:
-		return scen_tp(s, 0, 0) < 0 ? -1 : scen_dp(s, 1, 0, s->nhosts, 0);
+		return scen_tp(s, 0, 0) < 0 ? -1
+					    : scen_dp(s, 1, 0, s->nhosts, 0);
 	}
 	return -1;
 }
@@ -558,8 +561,8 @@ scen_new(const struct scen_params *p)
 	s->host_drift = calloc(s->nhosts, sizeof(*s->host_drift));
 	s->nic_noise = calloc(s->ndevs, sizeof(*s->nic_noise));
 	s->lost = calloc(s->nhosts, 1);
-	if (s->devs == NULL || s->host_off_ns == NULL || s->host_drift == NULL ||
-	    s->nic_noise == NULL || s->lost == NULL)
+	if (s->devs == NULL || s->host_off_ns == NULL ||
+	    s->host_drift == NULL || s->nic_noise == NULL || s->lost == NULL)
 		goto fail;
 	for (h = 0; h < s->nhosts; h++) {
 		s->host_off_ns[h] = (2.0 * rng_unif(&s->rng) - 1.0) *
@@ -628,6 +631,39 @@ scen_nconns(const struct scen *s)
 }
 
 /* Register every communicator of the job with the engine. Returns 0/-1. */
+uint32_t
+scen_ncomms(const struct scen *s)
+{
+	return s->ncomms;
+}
+
+int
+scen_comm(const struct scen *s, uint32_t i, uint64_t *hash, uint32_t *nranks)
+{
+	if (i >= s->ncomms)
+		return -1;
+	*hash = s->comms[i].hash;
+	*nranks = s->comms[i].nranks;
+	return 0;
+}
+
+int
+scen_rank_loc(const struct scen *s, uint32_t i, uint32_t rank,
+	      struct c4m_rank_loc *loc)
+{
+	const struct sdev *d;
+
+	if (i >= s->ncomms || rank >= s->comms[i].nranks)
+		return -1;
+	d = &s->devs[s->comms[i].dev[rank]];
+	memset(loc, 0, sizeof(*loc));
+	loc->host = d->host;
+	loc->gpu = d->gpu;
+	loc->nic = d->gpu; /* one NIC port per GPU */
+	loc->port = 0;
+	return 0;
+}
+
 int
 scen_register(struct scen *s, struct matrix *m)
 {
@@ -644,14 +680,8 @@ scen_register(struct scen *s, struct matrix *m)
 	for (i = 0; i < s->ncomms; i++) {
 		const struct scomm *c = &s->comms[i];
 
-		for (r = 0; r < c->nranks; r++) {
-			const struct sdev *d = &s->devs[c->dev[r]];
-
-			map[r].host = d->host;
-			map[r].gpu = d->gpu;
-			map[r].nic = d->gpu; /* one NIC port per GPU */
-			map[r].port = 0;
-		}
+		for (r = 0; r < c->nranks; r++)
+			scen_rank_loc(s, i, r, &map[r]);
 		if (matrix_comm_add(m, c->hash, c->nranks, map) < 0)
 			goto out;
 	}
@@ -681,7 +711,8 @@ scen_pick_net_conn(struct scen *s)
 	uint32_t tries;
 
 	for (tries = 0; tries < 1000000; tries++) {
-		const struct sconn *x = &s->conns[rng_below(&s->rng, s->nconns)];
+		const struct sconn *x =
+			&s->conns[rng_below(&s->rng, s->nconns)];
 
 		if (x->tr == C4M_TR_NET)
 			return x;
@@ -867,11 +898,13 @@ scen_step(struct scen *s, uint32_t iv)
 			for (r = 0; r < c->nranks; r++) {
 				struct sdev *d = &s->devs[c->dev[r]];
 
-				d->comp = c->compute_us * d->speed *
-						  scen_gpu_fault(s, c->dev[r], iv) *
-						  rng_lognorm(&s->rng,
-							      nz->compute_sigma) +
-					  SCEN_LAUNCH_US;
+				d->comp =
+					c->compute_us * d->speed *
+						scen_gpu_fault(s, c->dev[r],
+							       iv) *
+						rng_lognorm(&s->rng,
+							    nz->compute_sigma) +
+					SCEN_LAUNCH_US;
 				d->t += d->comp;
 				if (d->t > amax)
 					amax = d->t;
@@ -881,8 +914,9 @@ scen_step(struct scen *s, uint32_t iv)
 			for (r = 0; r < c->nranks; r++) {
 				struct sdev *d = &s->devs[c->dev[r]];
 				double waited = amax - d->t;
-				double recv = waited +
-					      T * (0.2 + 0.1 * rng_unif(&s->rng));
+				double recv =
+					waited +
+					T * (0.2 + 0.1 * rng_unif(&s->rng));
 				double peer = T * 0.05 * rng_unif(&s->rng);
 
 				scen_acc_add(&s->acc[c->acc + r], end - d->t,
@@ -954,9 +988,8 @@ scen_hang_freeze(struct scen *s, const struct scen_fault *f)
 		for (i = 0; i < d->ncomms; i++) {
 			const struct scomm *c = &s->comms[d->comms[i]];
 
-			if (c->intersect &&
-			    (best == UINT32_MAX ||
-			     c->phase < s->comms[best].phase))
+			if (c->intersect && (best == UINT32_MAX ||
+					     c->phase < s->comms[best].phase))
 				best = d->comms[i];
 		}
 		if (best == UINT32_MAX)
@@ -1060,11 +1093,10 @@ scen_interval(struct scen *s, uint32_t iv, struct c4m_input *in)
 
 		if (rng_unif(&s->rng) < nz->burst_prob)
 			burst = 1.2 + 0.8 * rng_unif(&s->rng);
-		s->conn_factor[i] = x->hetero *
-				    rng_lognorm(&s->rng, nz->link_sigma) *
-				    s->nic_noise[x->sdev] *
-				    (x->tr == C4M_TR_NET ? drift : 1.0) * burst *
-				    fault;
+		s->conn_factor[i] =
+			x->hetero * rng_lognorm(&s->rng, nz->link_sigma) *
+			s->nic_noise[x->sdev] *
+			(x->tr == C4M_TR_NET ? drift : 1.0) * burst * fault;
 		if (fault * burst > c->slow)
 			c->slow = fault * burst;
 	}
@@ -1081,8 +1113,8 @@ scen_interval(struct scen *s, uint32_t iv, struct c4m_input *in)
 				struct sacc *a = &s->acc[c->acc + r];
 
 				a->done = c->done;
-				a->enter = c->done +
-					   (rng_unif(&s->rng) < SCEN_SNAPSHOT_SKEW);
+				a->enter = c->done + (rng_unif(&s->rng) <
+						      SCEN_SNAPSHOT_SKEW);
 			}
 		}
 	}
@@ -1114,7 +1146,8 @@ scen_interval(struct scen *s, uint32_t iv, struct c4m_input *in)
 			o->t_first_ns =
 				(int64_t)(s->host_off_ns[d->host] +
 					  (double)iv * SCEN_INTERVAL_NS *
-						  (1.0 + s->host_drift[d->host]));
+						  (1.0 +
+						   s->host_drift[d->host]));
 			if (!c->net || a->n == 0)
 				continue;
 			s->out_wait[nw].comm = c->hash;
