@@ -63,7 +63,8 @@ struct scen_fault {
 	double slowdown;  /* factor on time (slow kinds) */
 	uint32_t start;	  /* first faulty interval */
 	uint32_t on_mask; /* intermittent: bit i = active at start + i */
-	uint32_t host;	  /* culprit device (tx side of a connection) */
+	uint32_t end;  /* slow kinds: first healthy interval again; 0 never */
+	uint32_t host; /* culprit device (tx side of a connection) */
 	uint16_t gpu;
 	uint32_t peer_host; /* rx side of a connection */
 	uint16_t peer_gpu;
@@ -101,6 +102,12 @@ struct scen *scen_new(const struct scen_params *p);
 void scen_free(struct scen *s);
 int scen_add_fault(struct scen *s, unsigned kind, double slowdown,
 		   uint32_t start, struct scen_fault *out);
+/*
+ * Clears slow fault i (in the order added) from interval end on: the
+ * culprit runs at full speed again (hangs and node loss do not clear).
+ * 0, or -1 if there is no such fault or it is not a slow kind.
+ */
+int scen_clear_fault(struct scen *s, unsigned i, uint32_t end);
 int scen_register(struct scen *s, struct matrix *m);
 /*
  * The job's communicators, for drivers that register them elsewhere (the

@@ -777,10 +777,25 @@ scen_add_fault(struct scen *s, unsigned kind, double slowdown, uint32_t start,
 	return 0;
 }
 
+int
+scen_clear_fault(struct scen *s, unsigned i, uint32_t end)
+{
+	uint8_t b;
+
+	if (i >= s->nfaults || end <= s->faults[i].start)
+		return -1;
+	b = s->faults[i].base;
+	if (b == SCEN_F_COMM_HANG || b == SCEN_F_NONCOMM_HANG ||
+	    b == SCEN_F_NODE_LOST)
+		return -1;
+	s->faults[i].end = end;
+	return 0;
+}
+
 static int
 scen_active(const struct scen_fault *f, uint32_t iv)
 {
-	if (iv < f->start)
+	if (iv < f->start || (f->end != 0 && iv >= f->end))
 		return 0;
 	return (f->on_mask >> ((iv - f->start) % 32)) & 1;
 }
