@@ -19,10 +19,13 @@
 #include "ctl.h"
 #include "json.h"
 
-#define VIEW_TERM_MAX 96   /* cells across in the terminal */
-#define VIEW_SVG_CELL 12   /* pixels per cell in the SVG */
-#define VIEW_SVG_MAX  2048 /* ranks across in the SVG (binned above) */
-#define VIEW_HOT_LIST 10   /* hottest cells listed under the picture */
+#define VIEW_TERM_MAX	   96  /* cells across in the terminal */
+#define VIEW_SVG_CELL	   36  /* largest cell in the SVG, pixels */
+#define VIEW_SVG_CELL_MIN  4   /* smallest cell */
+#define VIEW_SVG_SPAN	   640 /* the matrix's side, pixels, when cells allow */
+#define VIEW_SVG_WIDTH_MIN 480
+#define VIEW_SVG_MAX	   2048 /* ranks across in the SVG (binned above) */
+#define VIEW_HOT_LIST	   10	/* hottest cells listed under the picture */
 
 struct view_opts {
 	uint64_t comm;
@@ -297,37 +300,45 @@ view_cmp_cells(const void *a, const void *b)
 static int
 view_svg(const char *path, const struct grid *g, uint64_t comm)
 {
-	const int m = 48; /* margin for labels */
-	int w = (int)g->side * VIEW_SVG_CELL + m + 8;
+	const int m = 56; /* margin for labels */
+	int cell = g->side ? VIEW_SVG_SPAN / (int)g->side : VIEW_SVG_CELL;
+	int span, w, h;
 	FILE *fp = fopen(path, "w");
-	uint32_t step = g->side > 32 ? g->side / 16 : 1;
+	uint32_t step;
 
 	if (fp == NULL) {
 		perror(path);
 		return -1;
 	}
+	cell = cell < VIEW_SVG_CELL_MIN ? VIEW_SVG_CELL_MIN
+	       : cell > VIEW_SVG_CELL	? VIEW_SVG_CELL
+					: cell;
+	span = (int)g->side * cell;
+	w = m + span + 24 > VIEW_SVG_WIDTH_MIN ? m + span + 24
+					       : VIEW_SVG_WIDTH_MIN;
+	h = m + span + 56;
+	step = (uint32_t)(14 / cell + 1);
 	fprintf(fp,
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-		"height=\"%d\" font-family=\"monospace\" font-size=\"9\">\n",
-		w, w + 40);
+		"height=\"%d\" font-family=\"monospace\" font-size=\"10\">\n",
+		w, h);
 	fprintf(fp,
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
 	fprintf(fp,
-		"<text x=\"%d\" y=\"12\" font-size=\"11\">delay matrix, "
-		"communicator %016" PRIx64 ": row = sender, column = receiver; "
-		"%u rank(s) per cell</text>\n",
-		m, comm, g->per);
+		"<text x=\"8\" y=\"14\" font-size=\"12\">delay matrix of "
+		"communicator %016" PRIx64 "</text>\n"
+		"<text x=\"8\" y=\"28\">row = sending rank, column = "
+		"receiving rank, %u rank(s) per cell</text>\n",
+		comm, g->per);
 	for (uint32_t i = 0; i < g->side; i += step) {
 		fprintf(fp,
 			"<text x=\"%d\" y=\"%d\" "
 			"text-anchor=\"end\">%u</text>\n",
-			m - 4, m + (int)i * VIEW_SVG_CELL + VIEW_SVG_CELL - 2,
-			i * g->per);
+			m - 4, m + (int)i * cell + cell / 2 + 4, i * g->per);
 		fprintf(fp,
 			"<text x=\"%d\" y=\"%d\" "
 			"text-anchor=\"middle\">%u</text>\n",
-			m + (int)i * VIEW_SVG_CELL + VIEW_SVG_CELL / 2, m - 6,
-			i * g->per);
+			m + (int)i * cell + cell / 2, m - 6, i * g->per);
 	}
 	for (uint32_t y = 0; y < g->side; y++) {
 		for (uint32_t x = 0; x < g->side; x++) {
@@ -342,9 +353,8 @@ view_svg(const char *path, const struct grid *g, uint64_t comm)
 				"<rect x=\"%d\" y=\"%d\" width=\"%d\" "
 				"height=\"%d\" fill=\"rgb(%d,%d,60)\"%s>"
 				"<title>%u -> %u: %.2fx</title></rect>\n",
-				m + (int)x * VIEW_SVG_CELL,
-				m + (int)y * VIEW_SVG_CELL, VIEW_SVG_CELL - 1,
-				VIEW_SVG_CELL - 1, (int)(60 + 195 * l),
+				m + (int)x * cell, m + (int)y * cell, cell - 1,
+				cell - 1, (int)(60 + 195 * l),
 				(int)(200 - 150 * l),
 				hot ? " stroke=\"black\" stroke-width=\"2\""
 				    : "",
@@ -352,9 +362,9 @@ view_svg(const char *path, const struct grid *g, uint64_t comm)
 		}
 	}
 	fprintf(fp,
-		"<text x=\"%d\" y=\"%d\">green = median of its transport, red "
-		"= 3x slower or more; outlined = hot</text>\n</svg>\n",
-		m, w + 24);
+		"<text x=\"8\" y=\"%d\">green: the median of its transport; "
+		"red: 3x slower or more; outlined: hot</text>\n</svg>\n",
+		m + span + 24);
 	if (fclose(fp) != 0) {
 		perror(path);
 		return -1;

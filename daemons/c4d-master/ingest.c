@@ -155,7 +155,8 @@ struct ing_window {
 
 struct ing_host {
 	char *name;
-	char **nics; /* NIC names; a rank's nic is an index into these */
+	uint64_t gpus[4]; /* bit g: GPU g runs a rank (first 256 GPUs) */
+	char **nics;	  /* NIC names; a rank's nic is an index into these */
 	size_t nnics;
 	struct ing_window q[INGEST_QUEUE_MAX];
 	unsigned head, nq;
@@ -214,6 +215,7 @@ struct ingest {
 	/* Connections of the last analysed interval, for the matrix view. */
 	struct c4m_conn *last;
 	size_t nlast, clast;
+	uint64_t hot_comm; /* of the newest open communication event */
 };
 
 /* ---- hosts -----------------------------------------------------------------
@@ -351,6 +353,8 @@ ingest_register(struct ingest *g, const C4__CommRegister *m,
 		if (ing_host_nic(h, r->nic, &loc.nic) < 0)
 			return -1;
 		loc.port = (uint8_t)(r->has_nic_port ? r->nic_port : 1);
+		if (loc.gpu < 256)
+			h->gpus[loc.gpu / 64] |= 1ull << (loc.gpu % 64);
 		if (c->added) {
 			/* The engine's map is fixed once complete. */
 			continue;
@@ -893,6 +897,9 @@ ing_on_event(struct ingest *g, const struct c4m_event *e, uint64_t now_ns)
 			return;
 		t->first_seen_ns = now_ns;
 		t->kind = ing_kind(e->kind);
+		if (e->kind <= C4M_EV_COMM_SLOW_AMBIG ||
+		    e->kind == C4M_EV_COMM_HANG)
+			g->hot_comm = e->comm;
 		snprintf(t->id, sizeof(t->id), "%016" PRIx64 "-%" PRIu64, e->id,
 			 now_ns / 1000000);
 		ing_publish(g, e, t, C4__EVENT_STATE__EVENT_OPEN, now_ns);
@@ -1138,26 +1145,35 @@ ingest_interval(const struct ingest *g)
 	return g->tick;
 }
 
+/* Ranks of the job: GPUs known to run one (a rank in several comms once). */
 uint32_t
 ingest_ranks_known(const struct ingest *g)
 {
 	uint32_t n = 0;
 
-	for (size_t i = 0; i < g->ncomms; i++)
-		n += g->comms[i].nknown;
+	for (size_t i = 0; i < g->nhosts; i++)
+		for (int w = 0; w < 4; w++)
+			n += (uint32_t)__builtin_popcountll(
+				g->hosts[i].gpus[w]);
 	return n;
 }
 
 /* ---- admin views
  * --------------------------------------------------------------- */
 
-/* The communicator to show when none is named: the most network cells. */
+/*
+ * The communicator to show when none is named: the one the newest open
+ * communication event is about, else the one with most network cells.
+ */
 static uint64_t
 ing_default_comm(const struct ingest *g)
 {
 	uint64_t best = 0;
 	size_t bestn = 0;
 
+	for (size_t i = 0; i < g->nevents; i++)
+		if (g->events[i].live && g->hot_comm != 0)
+			return g->hot_comm;
 	for (size_t i = 0; i < g->ncomms; i++) {
 		size_t n = 0;
 
