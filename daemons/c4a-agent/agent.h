@@ -83,12 +83,12 @@ int agg_add(struct agg *a, const C4__TelemetryBatch *b);
  * the last call, plus a Progress entry with the last known markers for each
  * known rank that sent none, dropped_records = what clients reported lost
  * + extra_dropped + records refused.  Returns the frame (caller frees) with
- * its record count, or NULL on ENOMEM (the interval's records are then
- * lost and counted for the next one).
+ * its record count and its dropped_records, or NULL on ENOMEM (the interval's
+ * records are then lost and counted for the next one).
  */
 uint8_t *agg_take(struct agg *a, uint64_t interval_id, uint64_t start_ns,
 		  uint32_t interval_ms, uint64_t extra_dropped, size_t *len,
-		  uint64_t *records);
+		  uint64_t *records, uint64_t *dropped);
 const struct agg_stats *agg_get_stats(const struct agg *a);
 
 /* ---- upstream.c -----------------------------------------------------------
@@ -121,9 +121,11 @@ void up_free(struct up *u);
 /*
  * Queues a batch frame (taking it) in the FIFO of at most buffer_limit
  * bytes, dropping the oldest batches to make room, and sends what the
- * session can take.
+ * session can take.  carried is the batch's dropped_records: when the
+ * batch itself is dropped, that count is told in a later one instead.
  */
-void up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records);
+void up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records,
+		   uint64_t carried);
 /*
  * Sends a frame now if the session is up (registrations: they are all sent
  * again on the next session anyway); otherwise does nothing.

@@ -180,6 +180,8 @@ agg_rank_forget(struct agg *a, uint64_t comm)
 
 	while (hi < a->nranks && a->ranks[hi].comm == comm)
 		hi++;
+	if (hi == lo)
+		return;
 	memmove(a->ranks + lo, a->ranks + hi,
 		(a->nranks - hi) * sizeof(*a->ranks));
 	a->nranks -= hi - lo;
@@ -430,14 +432,15 @@ refuse:
 /* Appends the pointers of n items to the merged array at *at. */
 #define AGG_APPEND(dst, at, src, n)                                            \
 	do {                                                                   \
-		memcpy((dst) + (at), (src), (n) * sizeof(*(dst)));             \
+		if ((n) > 0)                                                   \
+			memcpy((dst) + (at), (src), (n) * sizeof(*(dst)));     \
 		(at) += (n);                                                   \
 	} while (0)
 
 uint8_t *
 agg_take(struct agg *a, uint64_t interval_id, uint64_t start_ns,
 	 uint32_t interval_ms, uint64_t extra_dropped, size_t *len,
-	 uint64_t *records)
+	 uint64_t *records, uint64_t *dropped)
 {
 	C4__TelemetryBatch out = C4__TELEMETRY_BATCH__INIT;
 	size_t nc = 0, nn = 0, nw = 0, np = 0, nsilent = 0;
@@ -515,6 +518,7 @@ agg_take(struct agg *a, uint64_t interval_id, uint64_t start_ns,
 		*records = out.n_colls + out.n_conns + out.n_waits +
 			   out.n_progress;
 		a->st.progress_filled += nsilent;
+		*dropped = out.dropped_records;
 		a->dropped = 0;
 	}
 out:

@@ -256,11 +256,12 @@ c4a_tick_cb(evutil_socket_t fd, short what, void *arg)
 	st->interval_id++;
 	for (size_t i = 0; i < st->njobs; i++) {
 		struct c4a_job *j = &st->jobs[i];
-		uint64_t records = 0;
+		uint64_t records = 0, dropped = 0;
 		size_t len;
-		uint8_t *f = agg_take(j->agg, st->interval_id,
-				      st->interval_start_ns, st->interval_ms,
-				      up_take_dropped(j->up), &len, &records);
+		uint8_t *f =
+			agg_take(j->agg, st->interval_id, st->interval_start_ns,
+				 st->interval_ms, up_take_dropped(j->up), &len,
+				 &records, &dropped);
 
 		if (f == NULL) {
 			log_warnx("job %s: no memory for interval %llu", j->job,
@@ -269,7 +270,7 @@ c4a_tick_cb(evutil_socket_t fd, short what, void *arg)
 		}
 		st->batches_sent++;
 		st->records_sent += records;
-		up_send_batch(j->up, f, len, records);
+		up_send_batch(j->up, f, len, records, dropped);
 	}
 	st->interval_start_ns = now;
 }

@@ -866,11 +866,12 @@ fail:
 /*
  * Takes the next thing to send: an unsent registration, a control
  * message, or the oldest summary (with the drop count folded in).  NULL
- * when there is nothing.  *records gets the summaries in it.
+ * when there is nothing.  *records gets the summaries in it, *folded the
+ * drop count folded into it.
  */
 static uint8_t *
 c4client_next(struct c4client *c, size_t *len, uint64_t *records,
-	      int *is_report)
+	      int *is_report, uint64_t *folded)
 {
 	struct c4client_item *it;
 	uint64_t dropped;
@@ -878,6 +879,7 @@ c4client_next(struct c4client *c, size_t *len, uint64_t *records,
 
 	*records = 0;
 	*is_report = 0;
+	*folded = 0;
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; i < c->nregs; i++) {
 		if (!c->regs[i].sent) {
@@ -931,22 +933,47 @@ c4client_next(struct c4client *c, size_t *len, uint64_t *records,
 		} else {
 			free(buf);
 			buf = nb;
+			*folded = dropped;
 		}
 	}
 	return buf;
 }
 
-/* Sends everything pending; -1 when the session broke. */
+/* Is the close deadline past (never, unless closing)? */
+static int
+c4client_past_close(struct c4client *c)
+{
+	struct timespec ts, by;
+	int closing;
+
+	pthread_mutex_lock(&c->mu);
+	closing = c->closing;
+	by = c->close_by;
+	pthread_mutex_unlock(&c->mu);
+	if (!closing)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec > by.tv_sec ||
+	       (ts.tv_sec == by.tv_sec && ts.tv_nsec >= by.tv_nsec);
+}
+
+/*
+ * Sends everything pending (when closing, only until the deadline); -1
+ * when the session broke.
+ */
 static int
 c4client_flush(struct c4client *c)
 {
 	for (;;) {
-		uint64_t records;
+		uint64_t records, folded;
 		int is_report;
 		size_t len;
-		uint8_t *buf = c4client_next(c, &len, &records, &is_report);
+		uint8_t *buf;
 		int rc;
 
+		if (c4client_past_close(c))
+			return 0;
+		buf = c4client_next(c, &len, &records, &is_report, &folded);
 		if (buf == NULL)
 			return 0;
 		rc = c4client_write(c, buf, len);
@@ -955,7 +982,8 @@ c4client_flush(struct c4client *c)
 		if (rc < 0 && is_report) {
 			c->st.reports_dropped++;
 			c->st.records_dropped += records;
-			c->pending_dropped += records;
+			/* The count it carried must travel in a later one. */
+			c->pending_dropped += records + folded;
 		} else if (is_report) {
 			c->st.reports_sent++;
 		}

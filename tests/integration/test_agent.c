@@ -417,6 +417,50 @@ START_TEST(test_tiny_buffer_drops_are_reported)
 }
 END_TEST
 
+/*
+ * A summary the queue cannot take is counted, and the count reaches the
+ * agent in the next summary and the master in the agent's next batch.
+ */
+START_TEST(test_client_drops_travel)
+{
+	struct th_daemon m, ag;
+	const char *masters[3] = {"job-a", NULL, NULL};
+	struct c4client_opts o;
+	struct c4client *c;
+	struct c4client_progress pg[400];
+	struct c4client_report big = {0,   0,	 100,  0,    0, 0,
+				      400, NULL, NULL, NULL, pg};
+	struct c4client_report small = {0, 0,	 100,  0,    0, 0,
+					1, NULL, NULL, NULL, pg};
+	struct c4client_stats st;
+
+	start_master(&m, "job-a", "127.0.0.1:0");
+	masters[1] = m.tcp;
+	start_agent(&ag, "1MiB", masters);
+	for (uint32_t i = 0; i < 400; i++)
+		pg[i] = (struct c4client_progress){0x9, i, 7, 7, 1, 0, 0, NULL};
+	o = (struct c4client_opts){ag.unix_path, "job-a", CCL_TOKEN, NULL,
+				   C4CLIENT_QUEUE_MIN};
+	c = c4client_open(&o);
+	ck_assert_ptr_nonnull(c);
+	/* 400 progress records do not fit 4 KiB: refused and counted. */
+	ck_assert_int_eq(c4client_report(c, &big), -1);
+	ck_assert_int_eq(c4client_report(c, &small), 0);
+	c4client_stats(c, &st);
+	ck_assert_uint_eq(st.reports_dropped, 1);
+	ck_assert_uint_eq(st.records_dropped, 400);
+	c4client_close(c);
+
+	wait_counter(&ag, "client_dropped_records", NULL, 400);
+	ck_assert_int_eq(counter(&ag, "client_dropped_records", NULL), 400);
+	wait_counter(&m, "dropped_records", NULL, 400);
+	ck_assert_int_eq(counter(&m, "dropped_records", NULL), 400);
+
+	ck_assert_int_eq(th_stop(&ag), 0);
+	ck_assert_int_eq(th_stop(&m), 0);
+}
+END_TEST
+
 START_TEST(test_client_without_agent)
 {
 	struct c4client_opts o = {"/nonexistent/c4/agent.sock", "job-a",
@@ -500,6 +544,7 @@ agent_suite(void)
 	tcase_add_test(tc, test_agent_jobs);
 	tcase_add_test(tc, test_master_crash_and_restart);
 	tcase_add_test(tc, test_tiny_buffer_drops_are_reported);
+	tcase_add_test(tc, test_client_drops_travel);
 	tcase_add_test(tc, test_client_without_agent);
 	tcase_add_test(tc, test_unconfigured_job_refused);
 	suite_add_tcase(s, tc);

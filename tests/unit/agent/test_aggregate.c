@@ -167,7 +167,7 @@ START_TEST(test_merge_and_silent_ranks)
 	C4__CommRegister *m = mk_reg(0x1, 3, ranks, 3, NULL);
 	C4__Envelope *env;
 	C4__TelemetryBatch *b;
-	uint64_t records;
+	uint64_t records, dropped;
 	uint8_t *f;
 	size_t len;
 
@@ -177,7 +177,7 @@ START_TEST(test_merge_and_silent_ranks)
 	/* Ranks 0 and 1 report (two clients); rank 2 stays silent. */
 	add_batch(a, 0x1, 0, 10, 1, 3);
 	add_batch(a, 0x1, 1, 12, 0, 4);
-	f = agg_take(a, 5, 1000, 100, 2, &len, &records);
+	f = agg_take(a, 5, 1000, 100, 2, &len, &records, &dropped);
 	env = unframe(f, len);
 	b = env->telemetry;
 	ck_assert_str_eq(b->job_id, "job-a");
@@ -193,10 +193,11 @@ START_TEST(test_merge_and_silent_ranks)
 	ck_assert_uint_eq(find_progress(b, 0x1, 2)->last_seq_entered, 0);
 	/* Clients' drops plus the upstream's. */
 	ck_assert_uint_eq(b->dropped_records, 3 + 4 + 2);
+	ck_assert_uint_eq(dropped, 3 + 4 + 2);
 	msg_free(env);
 
 	/* Nobody reports: still a batch, every rank with its markers. */
-	f = agg_take(a, 6, 2000, 100, 0, &len, &records);
+	f = agg_take(a, 6, 2000, 100, 0, &len, &records, &dropped);
 	env = unframe(f, len);
 	b = env->telemetry;
 	ck_assert_uint_eq(b->interval_id, 6);
@@ -216,11 +217,11 @@ START_TEST(test_empty_job_heartbeat)
 {
 	struct agg *a = agg_new("job-b", "node-b");
 	C4__Envelope *env;
-	uint64_t records = 99;
+	uint64_t records = 99, dropped;
 	uint8_t *f;
 	size_t len;
 
-	f = agg_take(a, 1, 5, 1000, 0, &len, &records);
+	f = agg_take(a, 1, 5, 1000, 0, &len, &records, &dropped);
 	env = unframe(f, len);
 	ck_assert_uint_eq(records, 0);
 	ck_assert_str_eq(env->telemetry->host, "node-b");
@@ -235,7 +236,7 @@ START_TEST(test_records_limit)
 	struct agg *a = agg_new("job-a", "node-a");
 	C4__TelemetryBatch b = C4__TELEMETRY_BATCH__INIT;
 	C4__Envelope *env;
-	uint64_t records;
+	uint64_t records, dropped;
 	uint8_t *f;
 	size_t len;
 
@@ -245,7 +246,7 @@ START_TEST(test_records_limit)
 	ck_assert_int_eq(agg_add(a, &b), -1);
 	ck_assert_uint_eq(agg_get_stats(a)->records_refused,
 			  AGG_RECORDS_MAX + 1);
-	f = agg_take(a, 1, 0, 100, 0, &len, &records);
+	f = agg_take(a, 1, 0, 100, 0, &len, &records, &dropped);
 	env = unframe(f, len);
 	ck_assert_uint_eq(env->telemetry->dropped_records, AGG_RECORDS_MAX + 1);
 	msg_free(env);
