@@ -483,6 +483,21 @@ START_TEST(test_client_without_agent)
 	ck_assert_uint_eq(st.reports_dropped + st.queue_reports, 2000);
 	ck_assert_int_eq(st.connected, 0);
 	ck_assert_uint_eq(st.reports_sent, 0);
+	/* What the agent would refuse is refused here, not sent. */
+	{
+		char longname[300];
+		struct c4client_rank r = {0, NULL, 0, NULL, longname, 1, 0};
+		struct c4client_comm cm = {0x1, 2, NULL, 1, &r};
+
+		memset(longname, 'x', sizeof(longname) - 1);
+		longname[sizeof(longname) - 1] = '\0';
+		ck_assert_int_eq(c4client_register(c, &cm), -1);
+		r.nic = "mlx5_0";
+		r.rank = 2;
+		ck_assert_int_eq(c4client_register(c, &cm), -1);
+		r.rank = 1;
+		ck_assert_int_eq(c4client_register(c, &cm), 0);
+	}
 	/* Bad options are the only failure of open. */
 	o.job_id = NULL;
 	ck_assert_ptr_null(c4client_open(&o));
