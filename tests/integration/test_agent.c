@@ -186,6 +186,7 @@ client_run(void *p)
 	struct c4client_comm cm = {a->comm, a->nranks, "dp", 1, &r};
 	struct c4client *c = c4client_open(&o);
 	struct sketch k;
+	long deadline;
 
 	ck_assert_ptr_nonnull(c);
 	ck_assert_int_eq(sketch_init(&k, 0), 0);
@@ -239,7 +240,14 @@ client_run(void *p)
 		ck_assert_int_eq(c4client_report(c, &rep), 0);
 		sketch_reset(&k);
 	}
-	c4client_stats(c, &a->st);
+	/* Sent before close, so that close's bounded flush is not needed. */
+	deadline = now_ms() + WAIT_MS;
+	do {
+		c4client_stats(c, &a->st);
+		if (a->st.reports_sent == (uint64_t)a->reports)
+			break;
+		usleep(10000);
+	} while (now_ms() < deadline);
 	c4client_close(c);
 	sketch_free(&k);
 	return NULL;
@@ -265,7 +273,20 @@ START_TEST(test_two_jobs_reach_their_masters)
 	wait_counter(&ag, "master_connected", "job-a", 1);
 	wait_counter(&ag, "master_connected", "job-b", 1);
 
-	/* Three threads of job-a, two of job-b, and a process of job-b. */
+	/*
+	 * A process of job-b (forked before any thread exists: a child of a
+	 * threaded process may inherit a held lock), three threads of job-a
+	 * and two of job-b.
+	 */
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		struct client_arg a = {ag.unix_path, "job-b", 0xbbbb, 2, 3,
+				       REPORTS,	     0,	      {0}};
+
+		client_run(&a);
+		_exit(a.st.reports_queued == REPORTS ? 0 : 1);
+	}
 	for (int i = 0; i < 5; i++) {
 		args[i] = (struct client_arg){ag.unix_path,
 					      i < 3 ? "job-a" : "job-b",
@@ -277,15 +298,6 @@ START_TEST(test_two_jobs_reach_their_masters)
 					      {0}};
 		ck_assert_int_eq(
 			pthread_create(&th[i], NULL, client_run, &args[i]), 0);
-	}
-	child = fork();
-	ck_assert_int_ge(child, 0);
-	if (child == 0) {
-		struct client_arg a = {ag.unix_path, "job-b", 0xbbbb, 2, 3,
-				       REPORTS,	     0,	      {0}};
-
-		client_run(&a);
-		_exit(a.st.reports_queued == REPORTS ? 0 : 1);
 	}
 	for (int i = 0; i < 5; i++) {
 		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
@@ -433,6 +445,7 @@ START_TEST(test_client_drops_travel)
 	struct c4client_report small = {0, 0,	 100,  0,    0, 0,
 					1, NULL, NULL, NULL, pg};
 	struct c4client_stats st;
+	long deadline;
 
 	start_master(&m, "job-a", "127.0.0.1:0");
 	masters[1] = m.tcp;
@@ -449,6 +462,12 @@ START_TEST(test_client_drops_travel)
 	c4client_stats(c, &st);
 	ck_assert_uint_eq(st.reports_dropped, 1);
 	ck_assert_uint_eq(st.records_dropped, 400);
+	deadline = now_ms() + WAIT_MS;
+	while (st.reports_sent < 1 && now_ms() < deadline) {
+		usleep(10000);
+		c4client_stats(c, &st);
+	}
+	ck_assert_uint_eq(st.reports_sent, 1);
 	c4client_close(c);
 
 	wait_counter(&ag, "client_dropped_records", NULL, 400);
