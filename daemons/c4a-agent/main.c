@@ -256,21 +256,25 @@ c4a_tick_cb(evutil_socket_t fd, short what, void *arg)
 	st->interval_id++;
 	for (size_t i = 0; i < st->njobs; i++) {
 		struct c4a_job *j = &st->jobs[i];
-		uint64_t records = 0, dropped = 0;
-		size_t len;
-		uint8_t *f =
-			agg_take(j->agg, st->interval_id, st->interval_start_ns,
-				 st->interval_ms, up_take_dropped(j->up), &len,
-				 &records, &dropped);
+		struct agg_part *parts;
+		ssize_t n = agg_take(j->agg, st->interval_id,
+				     st->interval_start_ns, st->interval_ms,
+				     up_take_dropped(j->up), &parts);
 
-		if (f == NULL) {
+		if (n < 0) {
 			log_warnx("job %s: no memory for interval %llu", j->job,
 				  (unsigned long long)st->interval_id);
 			continue;
 		}
-		st->batches_sent++;
-		st->records_sent += records;
-		up_send_batch(j->up, f, len, records, dropped);
+		for (ssize_t k = 0; k < n; k++) {
+			st->batches_sent++;
+			st->records_sent += parts[k].records;
+			/* The FIFO takes the frame. */
+			up_send_batch(j->up, parts[k].frame, parts[k].len,
+				      parts[k].records, parts[k].dropped);
+			parts[k].frame = NULL;
+		}
+		agg_parts_free(parts, (size_t)n);
 	}
 	st->interval_start_ns = now;
 }
