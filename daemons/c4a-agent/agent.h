@@ -22,9 +22,10 @@
 #include "msg.h"
 
 /* Aggregation limits, per job. */
-#define AGG_RECORDS_MAX (1u << 20) /* summaries held in one interval */
-#define AGG_RANKS_MAX	65536u	   /* (comm, rank) pairs tracked */
-#define AGG_COMMS_MAX	4096u	   /* communicators registered */
+#define AGG_RECORDS_MAX (1u << 20)   /* summaries held in one interval */
+#define AGG_BYTES_MAX	(256u << 20) /* their encoded size, likewise */
+#define AGG_RANKS_MAX	65536u	     /* (comm, rank) pairs tracked */
+#define AGG_COMMS_MAX	4096u	     /* communicators registered */
 /*
  * Bytes of one forwarded batch before it is cut in parts: well below a
  * master's default max_frame (4 MiB), so that one interval of a large
@@ -83,7 +84,8 @@ uint8_t *agg_comm_frame(const struct agg *a, size_t i, size_t *len);
 uint32_t agg_nranks(const struct agg *a);
 /*
  * Takes a client's batch into the current interval (copied).  -1 if it
- * does not fit AGG_RECORDS_MAX (its records are counted as dropped).
+ * does not fit AGG_RECORDS_MAX or AGG_BYTES_MAX (its records are counted
+ * as dropped).
  */
 int agg_add(struct agg *a, const C4__TelemetryBatch *b);
 /* One part of an interval's batch: a whole frame. */

@@ -33,6 +33,7 @@ struct agg {
 	C4__TelemetryBatch **held; /* copies of this interval's batches */
 	size_t nheld, capheld;
 	uint64_t records; /* in held */
+	uint64_t bytes;	  /* their encoded size */
 	uint64_t dropped; /* to report in the next batch */
 	struct agg_stats st;
 };
@@ -107,6 +108,7 @@ agg_drop_held(struct agg *a)
 		agg_msg_free(a->held[i]);
 	a->nheld = 0;
 	a->records = 0;
+	a->bytes = 0;
 }
 
 void
@@ -388,11 +390,15 @@ agg_add(struct agg *a, const C4__TelemetryBatch *b)
 {
 	uint64_t n = b->n_colls + b->n_conns + b->n_waits + b->n_progress;
 	C4__TelemetryBatch *cp;
+	size_t size;
 
 	if (b->has_dropped_records)
 		a->st.client_dropped += b->dropped_records;
 	a->dropped += b->dropped_records;
 	if (a->records + n > AGG_RECORDS_MAX)
+		goto refuse;
+	size = c4__telemetry_batch__get_packed_size(b);
+	if (a->bytes + size > AGG_BYTES_MAX)
 		goto refuse;
 	if (a->nheld == a->capheld) {
 		size_t cap = a->capheld ? a->capheld * 2 : 8;
@@ -408,6 +414,7 @@ agg_add(struct agg *a, const C4__TelemetryBatch *b)
 		goto refuse;
 	a->held[a->nheld++] = cp;
 	a->records += n;
+	a->bytes += size;
 	a->st.batches++;
 	a->st.records += n;
 	for (size_t i = 0; i < b->n_colls; i++) {

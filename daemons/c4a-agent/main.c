@@ -487,9 +487,9 @@ c4a_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 		if (agg_add(j->agg, env->telemetry) < 0) {
 			err->code = C4__ERROR_CODE__ERR_LIMIT;
 			snprintf(err->text, sizeof(err->text),
-				 "telemetry refused: more than %u records in "
-				 "one interval",
-				 AGG_RECORDS_MAX);
+				 "telemetry refused: more than %u records or "
+				 "%u MiB in one interval",
+				 AGG_RECORDS_MAX, AGG_BYTES_MAX >> 20);
 			return -1;
 		}
 		return 0;
