@@ -125,7 +125,7 @@ ing_status(const char *addr, uint64_t *records, uint64_t *batches,
 	for (size_t i = 0; i < env->admin_reply->n_counters; i++) {
 		const C4__Counter *k = env->admin_reply->counters[i];
 
-		if (strcmp(k->name, "records") == 0)
+		if (strcmp(k->name, "telemetry_records") == 0)
 			*records = k->value;
 		else if (strcmp(k->name, "telemetry_batches") == 0)
 			*batches = k->value;

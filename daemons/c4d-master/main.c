@@ -92,6 +92,8 @@ static const struct cfg_schema c4d_schema = {
 struct c4d_state {
 	uint64_t comm_registrations;
 	uint64_t telemetry_batches;
+	uint64_t telemetry_records;
+	uint64_t dropped_records;
 	uint64_t agents;
 	struct ingest *ingest;
 	struct event *tick;
@@ -231,6 +233,10 @@ c4d_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 		return ingest_register(st->ingest, env->comm_register, err);
 	case C4__MSG_TYPE__MSG_TELEMETRY:
 		st->telemetry_batches++;
+		st->telemetry_records +=
+			env->telemetry->n_colls + env->telemetry->n_conns +
+			env->telemetry->n_waits + env->telemetry->n_progress;
+		st->dropped_records += env->telemetry->dropped_records;
 		return ingest_telemetry(st->ingest, srv_conn_node(c),
 					env->telemetry, err);
 	case C4__MSG_TYPE__MSG_ADMIN_REQUEST:
@@ -253,8 +259,6 @@ c4d_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 	srv_reply_counter(r, "comms", is->comms, "communicators known", 1);
 	srv_reply_counter(r, "comms_incomplete", is->comms_incomplete,
 			  "communicators with ranks not yet registered", 1);
-	srv_reply_counter(r, "records", is->records,
-			  "telemetry records received", 0);
 	srv_reply_counter(r, "windows_dropped", is->windows_dropped,
 			  "host intervals dropped: sent faster than analysed",
 			  0);
@@ -274,6 +278,10 @@ c4d_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 			  "communicator registrations received", 0);
 	srv_reply_counter(r, "telemetry_batches", st->telemetry_batches,
 			  "telemetry batches received", 0);
+	srv_reply_counter(r, "telemetry_records", st->telemetry_records,
+			  "summaries in those batches", 0);
+	srv_reply_counter(r, "dropped_records", st->dropped_records,
+			  "summaries the senders reported lost on the way", 0);
 }
 
 /* Receives every event transition of the pipeline. */

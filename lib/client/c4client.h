@@ -1,0 +1,205 @@
+/*
+ * c4client.h - the C4 client library for collective-communication libraries.
+ *
+ * A CCL process (or the NCCL profiler plugin) opens one session to the
+ * node's c4a-agent, registers its communicators, and hands over one summary
+ * per reporting interval.  The library never blocks its caller:
+ * c4client_report() serializes the summary and appends it to a bounded
+ * in-memory queue; a sender thread owned by the library connects to the
+ * agent's unix socket, says hello, sends the queue in order, heartbeats,
+ * and reconnects with exponential backoff (re-registering communicators)
+ * when the agent goes away.  When the queue is full the oldest whole
+ * summary is dropped and counted; the count travels to the agent in the
+ * next summary sent.  Without an agent the library keeps counting drops.
+ *
+ * Every function is thread-safe.  Durations are given as sketches
+ * (sketch.h): the caller adds each measured duration to a struct sketch
+ * and passes a pointer, or NULL when it measured none.
+ *
+ * Depends on libc, pthreads and protobuf-c only.
+ */
+#ifndef C4_CLIENT_H
+#define C4_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sketch.h"
+
+#define C4CLIENT_QUEUE_DEFAULT	  (4u * 1024 * 1024) /* bytes */
+#define C4CLIENT_QUEUE_MIN	  4096u
+#define C4CLIENT_BACKOFF_MIN_MS	  100
+#define C4CLIENT_BACKOFF_MAX_MS	  5000
+#define C4CLIENT_HELLO_TIMEOUT_MS 5000
+#define C4CLIENT_IO_TIMEOUT_MS	  5000 /* one send or receive on the socket */
+#define C4CLIENT_CLOSE_FLUSH_MS	  2000 /* close: time to send what is queued */
+
+/* Values of the wire enums (c4d.proto), for callers without its headers. */
+enum c4client_func {
+	C4CLIENT_ALLREDUCE = 1,
+	C4CLIENT_ALLGATHER = 2,
+	C4CLIENT_REDUCESCATTER = 3,
+	C4CLIENT_BROADCAST = 4,
+	C4CLIENT_REDUCE = 5,
+	C4CLIENT_ALLTOALL = 6,
+	C4CLIENT_SENDRECV = 7,
+	C4CLIENT_FUNC_OTHER = 15,
+};
+
+enum c4client_algo {
+	C4CLIENT_ALGO_RING = 1,
+	C4CLIENT_ALGO_TREE = 2,
+	C4CLIENT_ALGO_COLLNET_DIRECT = 3,
+	C4CLIENT_ALGO_COLLNET_CHAIN = 4,
+	C4CLIENT_ALGO_NVLS = 5,
+	C4CLIENT_ALGO_NVLS_TREE = 6,
+	C4CLIENT_ALGO_PAT = 7,
+	C4CLIENT_ALGO_OTHER = 15,
+};
+
+enum c4client_proto {
+	C4CLIENT_PROTO_LL = 1,
+	C4CLIENT_PROTO_LL128 = 2,
+	C4CLIENT_PROTO_SIMPLE = 3,
+};
+
+enum c4client_transport {
+	C4CLIENT_NVLINK = 1,
+	C4CLIENT_PCIE = 2,
+	C4CLIENT_SHM = 3,
+	C4CLIENT_NET = 4,
+};
+
+struct c4client_opts {
+	const char *socket_path; /* the agent's unix socket */
+	const char *job_id;	 /* required */
+	const char *token;	 /* credential with role ccl-client */
+	const char *node_name;	 /* NULL: the host name */
+	size_t queue_limit;	 /* bytes of queued summaries; 0: default */
+};
+
+/* A rank this process owns (0 or NULL where unknown). */
+struct c4client_rank {
+	uint32_t rank;
+	const char *host; /* NULL: the node name */
+	uint32_t gpu;	  /* local device index */
+	const char *gpu_uuid;
+	const char *nic; /* e.g. "mlx5_0" */
+	uint32_t nic_port;
+	uint32_t local_rank;
+};
+
+struct c4client_comm {
+	uint64_t comm_hash; /* identical on every rank of the communicator */
+	uint32_t nranks;
+	const char *name; /* "dp", "tp", ... or NULL */
+	size_t nlocal;
+	const struct c4client_rank *ranks;
+};
+
+/* Collectives of one kind by one rank in the interval. */
+struct c4client_op {
+	int func; /* enum c4client_func */
+	uint64_t count, bytes;
+	int algorithm, protocol; /* 0: unknown */
+	uint32_t channels;
+	const struct sketch *kernel_time, *gap_time, *enqueue_time;
+};
+
+struct c4client_coll {
+	uint64_t comm_hash;
+	uint32_t rank;
+	size_t nops;
+	const struct c4client_op *ops;
+	uint64_t first_seq_entered, last_seq_entered;
+	uint64_t first_seq_completed, last_seq_completed;
+	uint64_t first_start_ns; /* CLOCK_REALTIME; 0: unknown */
+	int idle;		 /* no collective in the interval */
+};
+
+/* Traffic src_rank -> dst_rank in the interval. */
+struct c4client_conn {
+	uint64_t comm_hash;
+	uint32_t src_rank, dst_rank;
+	uint64_t channel_mask; /* bit c: channel c carried data */
+	int transport;	       /* enum c4client_transport */
+	int algorithm;
+	uint64_t bytes, chunks;
+	uint32_t pending_chunks; /* posted, not done at the interval's end */
+	uint64_t stalled_ns;
+	const struct sketch *transfer_time; /* per chunk */
+};
+
+struct c4client_wait {
+	uint64_t comm_hash;
+	uint32_t rank;
+	const struct sketch *recv_wait, *send_peer_wait, *send_gpu_wait,
+		*recv_gpu_wait;
+	uint64_t steps;
+};
+
+struct c4client_progress {
+	uint64_t comm_hash;
+	uint32_t rank;
+	uint64_t last_seq_entered, last_seq_completed;
+	uint64_t last_change_ns; /* CLOCK_MONOTONIC of the last change */
+	int inflight_func;	 /* 0: nothing in flight */
+	size_t nstuck;
+	const uint32_t *stuck_peers;
+};
+
+/* Everything this process has for one interval. */
+struct c4client_report {
+	uint64_t interval_id;	    /* the caller's counter; 0: the library's */
+	uint64_t interval_start_ns; /* CLOCK_REALTIME; 0: now */
+	uint32_t interval_ms;
+	size_t ncolls, nconns, nwaits, nprogress;
+	const struct c4client_coll *colls;
+	const struct c4client_conn *conns;
+	const struct c4client_wait *waits;
+	const struct c4client_progress *progress;
+};
+
+struct c4client_stats {
+	uint64_t reports_queued;  /* summaries accepted by c4client_report */
+	uint64_t reports_sent;	  /* written to the agent */
+	uint64_t reports_dropped; /* whole summaries dropped */
+	uint64_t records_dropped; /* records in them */
+	uint64_t registers_sent;
+	uint64_t reconnects; /* sessions opened after the first */
+	uint64_t errors;     /* Error messages from the agent */
+	uint64_t queue_bytes, queue_reports; /* now */
+	int connected;
+	char last_error[128]; /* the agent's last Error text, or a reason */
+};
+
+struct c4client;
+
+/*
+ * Starts a session (the sender thread connects in the background; no agent
+ * is not an error).  Returns NULL only on bad options or when the thread
+ * or memory cannot be had.  Options are copied.
+ */
+struct c4client *c4client_open(const struct c4client_opts *o);
+/*
+ * Registers a communicator with the ranks this process owns; calling it
+ * again for the same comm_hash adds ranks (union).  Sent at once and again
+ * after every reconnect.  0, or -1 on bad arguments or ENOMEM.
+ */
+int c4client_register(struct c4client *c, const struct c4client_comm *comm);
+/* Tells the agent the communicator is finalized and forgets it. */
+int c4client_deregister(struct c4client *c, uint64_t comm_hash);
+/*
+ * Queues one interval's summary.  0 when queued (older summaries may have
+ * been dropped to make room); -1 when it could not be (larger than the
+ * queue limit, bad arguments, ENOMEM): it is then counted as dropped.
+ */
+int c4client_report(struct c4client *c, const struct c4client_report *r);
+void c4client_stats(struct c4client *c, struct c4client_stats *out);
+/*
+ * Sends what is queued (for at most C4CLIENT_CLOSE_FLUSH_MS if the agent
+ * is connected), says goodbye, stops the thread and frees everything.
+ */
+void c4client_close(struct c4client *c);
+
+#endif
