@@ -15,6 +15,7 @@
 
 #include "c4matrix.h"
 #include "log.h"
+#include "sketch.h"
 
 /* ---- small maps ------------------------------------------------------------
  */
@@ -384,76 +385,13 @@ ingest_register(struct ingest *g, const C4__CommRegister *m,
 /* ---- telemetry
  * --------------------------------------------------------------- */
 
-struct ing_bucket {
-	int32_t index;
-	uint64_t count;
-};
-
-static int
-ing_cmp_bucket(const void *a, const void *b)
-{
-	int32_t x = ((const struct ing_bucket *)a)->index;
-	int32_t y = ((const struct ing_bucket *)b)->index;
-
-	return (x > y) - (x < y);
-}
-
-/*
- * The 0.5, 0.9 and 0.99 quantiles of a log-bucketed sketch (c4d.proto
- * QuantileSketch), in ns, in one pass: each is the geometric middle of the
- * bucket holding the sample of rank floor(q * (total - 1)).  Senders list
- * buckets in ascending order; other orders are sorted first.
- */
-static void
-ing_sketch_quantiles(const C4__QuantileSketch *s, double out[3])
-{
-	static const double qs[3] = {0.50, 0.90, 0.99};
-	double gamma = 1.0 + 2.0 * (double)s->relative_accuracy_ppm / 1e6;
-	struct ing_bucket stackbuf[64], *v = stackbuf;
-	uint64_t total = s->zero_count, seen = s->zero_count;
-	size_t n = s->n_index, k = 0;
-	int sorted = 1;
-
-	out[0] = out[1] = out[2] = 0;
-	for (size_t i = 0; i < n; i++) {
-		total += s->count[i];
-		if (i > 0 && s->index[i] <= s->index[i - 1])
-			sorted = 0;
-	}
-	if (total == 0)
-		return;
-	if (!sorted) {
-		if (n > sizeof(stackbuf) / sizeof(stackbuf[0]))
-			v = malloc(n * sizeof(*v));
-		if (v == NULL)
-			return;
-		for (size_t i = 0; i < n; i++) {
-			v[i].index = s->index[i];
-			v[i].count = s->count[i];
-		}
-		qsort(v, n, sizeof(*v), ing_cmp_bucket);
-	}
-	for (size_t i = 0; i < n && k < 3; i++) {
-		int32_t idx = sorted ? s->index[i] : v[i].index;
-
-		seen += sorted ? s->count[i] : v[i].count;
-		while (k < 3 && (double)seen > qs[k] * (double)(total - 1)) {
-			/* Skip ranks that fell among the zeros. */
-			if (qs[k] * (double)(total - 1) >=
-			    (double)s->zero_count)
-				out[k] = 2.0 * pow(gamma, idx) * gamma /
-					 (1.0 + gamma);
-			k++;
-		}
-	}
-	if (v != stackbuf)
-		free(v);
-}
-
 /* Wire duration stats (ns) to engine stats (us). */
 static void
 ing_stats(const C4__DurationStats *d, struct c4m_stats *o)
 {
+	static const double qs[3] = {0.50, 0.90, 0.99};
+	double q[3];
+
 	memset(o, 0, sizeof(*o));
 	if (d == NULL || d->count == 0)
 		return;
@@ -461,17 +399,12 @@ ing_stats(const C4__DurationStats *d, struct c4m_stats *o)
 	o->sum = (double)d->sum_ns / 1e3;
 	o->min = (double)d->min_ns / 1e3;
 	o->max = (double)d->max_ns / 1e3;
-	if (d->sketch != NULL && d->sketch->n_index > 0) {
-		double q[3];
 
-		ing_sketch_quantiles(d->sketch, q);
+	if (d->sketch != NULL && d->sketch->n_index > 0 &&
+	    sketch_pb_quantiles(d, qs, 3, q) == 0) {
 		o->p50 = q[0] / 1e3;
 		o->p90 = q[1] / 1e3;
 		o->p99 = q[2] / 1e3;
-		/* The sketch's bucket middles may stray past the extremes. */
-		o->p50 = fmin(fmax(o->p50, o->min), o->max);
-		o->p90 = fmin(fmax(o->p90, o->min), o->max);
-		o->p99 = fmin(fmax(o->p99, o->min), o->max);
 	} else {
 		o->p50 = o->p90 = o->p99 = o->sum / (double)o->count;
 	}

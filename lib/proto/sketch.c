@@ -164,6 +164,93 @@ sketch_merge(struct sketch *dst, const struct sketch *src)
 	return 0;
 }
 
+/*
+ * Bucket i holds [gamma^i, gamma^(i+1)); the point 2 gamma^(i+1) /
+ * (gamma + 1) is within alpha of both ends.
+ */
+static double
+sketch_value(int32_t index, double log_gamma, double gamma)
+{
+	return 2.0 * exp((index + 1) * log_gamma) / (gamma + 1.0);
+}
+
+struct sketch_pair {
+	int32_t index;
+	uint64_t count;
+};
+
+static int
+sketch_cmp_pair(const void *a, const void *b)
+{
+	int32_t x = ((const struct sketch_pair *)a)->index;
+	int32_t y = ((const struct sketch_pair *)b)->index;
+
+	return (x > y) - (x < y);
+}
+
+int
+sketch_pb_quantiles(const C4__DurationStats *d, const double *qs, size_t nq,
+		    double *out)
+{
+	const C4__QuantileSketch *s = d->sketch;
+	struct sketch_pair stackbuf[64], *v = stackbuf;
+	double log_gamma, gamma;
+	uint64_t total, seen;
+	size_t n, k = 0;
+	int sorted = 1;
+
+	for (size_t i = 0; i < nq; i++)
+		out[i] = 0;
+	if (s == NULL || s->n_index != s->n_count ||
+	    s->relative_accuracy_ppm == 0)
+		return -1;
+	/* Computed as sketch_init() does, so answers match to the bit. */
+	log_gamma = log1p(2.0 * s->relative_accuracy_ppm / 1e6);
+	gamma = exp(log_gamma);
+	n = s->n_index;
+	total = seen = s->zero_count;
+	for (size_t i = 0; i < n; i++) {
+		total += s->count[i];
+		if (i > 0 && s->index[i] <= s->index[i - 1])
+			sorted = 0;
+	}
+	if (total == 0)
+		return 0;
+	if (!sorted) {
+		if (n > sizeof(stackbuf) / sizeof(stackbuf[0]))
+			v = malloc(n * sizeof(*v));
+		if (v == NULL)
+			return -1;
+		for (size_t i = 0; i < n; i++) {
+			v[i].index = s->index[i];
+			v[i].count = s->count[i];
+		}
+		qsort(v, n, sizeof(*v), sketch_cmp_pair);
+	}
+	/* Ranks below zero_count answer 0, as sketch_quantile() does. */
+	while (k < nq && (uint64_t)(qs[k] * (double)(total - 1)) < seen)
+		k++;
+	for (size_t i = 0; i < n && k < nq; i++) {
+		int32_t idx = sorted ? s->index[i] : v[i].index;
+
+		seen += sorted ? s->count[i] : v[i].count;
+		while (k < nq &&
+		       (uint64_t)(qs[k] * (double)(total - 1)) < seen) {
+			double x = sketch_value(idx, log_gamma, gamma);
+
+			if (d->has_min_ns && x < (double)d->min_ns)
+				x = (double)d->min_ns;
+			if (d->has_max_ns && d->max_ns > 0 &&
+			    x > (double)d->max_ns)
+				x = (double)d->max_ns;
+			out[k++] = x;
+		}
+	}
+	if (v != stackbuf)
+		free(v);
+	return 0;
+}
+
 double
 sketch_quantile(const struct sketch *s, double q)
 {
@@ -188,11 +275,7 @@ sketch_quantile(const struct sketch *s, double q)
 	}
 	if (k == s->n)
 		k = s->n - 1;
-	/*
-	 * Bucket i holds [gamma^i, gamma^(i+1)); the point 2 gamma^(i+1) /
-	 * (gamma + 1) is within alpha of both ends.
-	 */
-	v = 2.0 * exp((s->index[k] + 1) * s->log_gamma) / (gamma + 1.0);
+	v = sketch_value(s->index[k], s->log_gamma, gamma);
 	if (v < (double)s->min)
 		v = (double)s->min;
 	if (v > (double)s->max)

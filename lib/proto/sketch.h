@@ -82,6 +82,15 @@ int sketch_to_pb(const struct sketch *s, C4__DurationStats *d,
 		 C4__QuantileSketch *q);
 void sketch_pb_free(C4__QuantileSketch *q);
 /*
+ * Quantiles qs[0..nq) (ascending, each in [0, 1]) of a received
+ * DurationStats' sketch, in ns, in one pass and without building a struct
+ * sketch: the same answers as sketch_quantile() would give, clamped to the
+ * stats' min and max.  Buckets may come in any order.  0, or -1 when there
+ * is no usable sketch (out is then all 0).
+ */
+int sketch_pb_quantiles(const C4__DurationStats *d, const double *qs, size_t nq,
+			double *out);
+/*
  * Loads a received sketch (already validated by msg_unpack()) into an
  * initialised s of the same accuracy, merging with what s holds.  count,
  * sum, min and max come from d.  0, or -1 on an accuracy mismatch or

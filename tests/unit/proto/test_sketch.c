@@ -242,6 +242,51 @@ START_TEST(test_wire_round_trip)
 }
 END_TEST
 
+/* Wire-side quantiles equal the sketch's own, in any bucket order. */
+START_TEST(test_pb_quantiles)
+{
+	static const double qs[] = {0.0, 0.25, 0.5, 0.9, 0.99, 1.0};
+	double out[6];
+	struct sketch s;
+	C4__DurationStats d;
+	C4__QuantileSketch q;
+	uint64_t st = 42;
+
+	ck_assert_int_eq(sketch_init(&s, 0), 0);
+	for (int i = 0; i < 5000; i++)
+		ck_assert_int_eq(
+			sketch_add(&s, i % 50 == 0 ? 0
+						   : 1000 + xorshift(&st) %
+								     1000000),
+			0);
+	ck_assert_int_eq(sketch_to_pb(&s, &d, &q), 0);
+	ck_assert_int_eq(sketch_pb_quantiles(&d, qs, 6, out), 0);
+	for (int i = 0; i < 6; i++)
+		ck_assert_msg(out[i] == sketch_quantile(&s, qs[i]),
+			      "q%.2f: %f vs %f", qs[i], out[i],
+			      sketch_quantile(&s, qs[i]));
+	/* Reverse the buckets: a sender may list them in any order. */
+	for (size_t i = 0; i < q.n_index / 2; i++) {
+		size_t j = q.n_index - 1 - i;
+		int32_t ix = q.index[i];
+		uint64_t c = q.count[i];
+
+		q.index[i] = q.index[j];
+		q.count[i] = q.count[j];
+		q.index[j] = ix;
+		q.count[j] = c;
+	}
+	ck_assert_int_eq(sketch_pb_quantiles(&d, qs, 6, out), 0);
+	for (int i = 0; i < 6; i++)
+		ck_assert(out[i] == sketch_quantile(&s, qs[i]));
+	d.sketch = NULL;
+	ck_assert_int_eq(sketch_pb_quantiles(&d, qs, 6, out), -1);
+	ck_assert(out[0] == 0 && out[5] == 0);
+	sketch_pb_free(&q);
+	sketch_free(&s);
+}
+END_TEST
+
 static Suite *
 sketch_suite(void)
 {
@@ -254,6 +299,7 @@ sketch_suite(void)
 	tcase_add_test(tc, test_merge_equals_add);
 	tcase_add_test(tc, test_bucket_cap);
 	tcase_add_test(tc, test_wire_round_trip);
+	tcase_add_test(tc, test_pb_quantiles);
 	suite_add_tcase(s, tc);
 	return s;
 }
