@@ -1015,6 +1015,10 @@ main(int argc, char **argv)
 	}
 	rc = 0;
 out:
+	/* The job ends as a CCL's does: its communicators are destroyed. */
+	for (uint32_t h = 0; rc == 0 && m.hosts && h < m.nhosts; h++)
+		for (uint32_t i = 0; m.hosts[h].cl != NULL && i < nmaps; i++)
+			c4client_deregister(m.hosts[h].cl, maps[i].comm);
 	for (uint32_t h = 0; m.hosts && h < m.nhosts; h++) {
 		if (m.hosts[h].cl != NULL) {
 			struct c4client_stats st;
