@@ -1,8 +1,9 @@
 /*
  * c4d-master - the per-job C4D master: accepts the job's agents and CCL
- * clients, takes their communicator registrations and telemetry, and
- * answers operators.  The detection pipeline (lib/matrix), the event store
- * and webhooks build on this session layer.
+ * clients, takes their communicator registrations and telemetry, keeps the
+ * job's events (c4d.c: store, webhooks, HTTP endpoints) and answers
+ * operators.  The detection pipeline (lib/matrix) publishes events through
+ * c4d_publish().
  */
 #define LOG_SUBSYS "master"
 
@@ -13,46 +14,23 @@
 #include "c4_build.h"
 #include "daemon.h"
 #include "log.h"
+#include "master.h"
 
-struct c4d_conf {
-	char *job;
-	struct srv_conf server;
-	struct cfg_list credentials;
-	struct dmn_log_conf log;
-};
-
-static const struct cfg_field c4d_fields[] = {
-	{"job", CFG_STR, offsetof(struct c4d_conf, job), CFG_REQUIRED, 0, 0,
-	 NULL, NULL, "the job this master serves"},
-	SRV_CONF_FIELD(offsetof(struct c4d_conf, server)),
-	DMN_CREDS_FIELD(offsetof(struct c4d_conf, credentials)),
-	DMN_LOG_FIELD(offsetof(struct c4d_conf, log)),
-};
-
-static void
-c4d_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
-{
-	struct c4d_conf *c = obj;
-
-	if (c->server.listen == NULL)
-		cfg_diag_add(d, at, "server.listen is required");
-	auth_validate_list(&c->credentials, at, d);
-}
-
-static const struct cfg_schema c4d_schema = {
-	"c4d-master configuration", sizeof(struct c4d_conf), c4d_fields,
-	CFG_NFIELDS(c4d_fields), c4d_validate};
-
-struct c4d_state {
-	uint64_t comm_registrations;
-	uint64_t telemetry_batches;
-	uint64_t agents;
+struct c4d_main {
+	struct c4d *m;
+	char http_bound[256];
 };
 
 static const char *
 c4d_job_of(const void *conf)
 {
 	return ((const struct c4d_conf *)conf)->job;
+}
+
+static struct c4d_stats *
+c4d_main_stats(struct dmn *d)
+{
+	return c4d_stats(((struct c4d_main *)d->state)->m);
 }
 
 /* Agents and CCL clients of other jobs never reach this job's master. */
@@ -75,10 +53,8 @@ c4d_on_hello(struct srv_conn *c, const C4__Hello *h, struct msg_err *err,
 		return -1;
 	}
 	if (h->role == C4__ROLE__ROLE_AGENT) {
-		struct c4d_state *st = d->state;
-
-		st->agents++;
-		srv_conn_set_data(c, st);
+		c4d_main_stats(d)->agents++;
+		srv_conn_set_data(c, d->state);
 	}
 	return 0;
 }
@@ -87,10 +63,29 @@ static void
 c4d_on_close(struct srv_conn *c, void *arg)
 {
 	struct dmn *d = arg;
-	struct c4d_state *st = d->state;
 
-	if (srv_conn_get_data(c) == st)
-		st->agents--;
+	if (d->state != NULL && srv_conn_get_data(c) == d->state)
+		c4d_main_stats(d)->agents--;
+}
+
+static int
+c4d_on_admin(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
+	     struct dmn *d)
+{
+	const C4__AdminRequest *q = env->admin_request;
+	C4__AdminReply r = C4__ADMIN_REPLY__INIT;
+
+	if (q->op != C4__ADMIN_OP__ADMIN_EVENTS) {
+		err->code = C4__ERROR_CODE__ERR_INVALID;
+		snprintf(err->text, sizeof(err->text),
+			 "admin operation %d is not served by c4d-master",
+			 q->op);
+		return -1;
+	}
+	c4d_reply_events(((struct c4d_main *)d->state)->m, q, &r);
+	srv_send(c, C4__MSG_TYPE__MSG_ADMIN_REPLY, &r, env->seq);
+	c4d_reply_free(&r);
+	return 0;
 }
 
 static int
@@ -98,11 +93,9 @@ c4d_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 	       void *arg)
 {
 	struct dmn *d = arg;
-	struct c4d_state *st = d->state;
-
+	struct c4d_stats *st = c4d_main_stats(d);
 	const char *job = c4d_job_of(d->conf), *claimed = NULL;
 
-	(void)c;
 	if (env->type == C4__MSG_TYPE__MSG_COMM_REGISTER)
 		claimed = env->comm_register->job_id;
 	else if (env->type == C4__MSG_TYPE__MSG_TELEMETRY)
@@ -123,6 +116,8 @@ c4d_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 	case C4__MSG_TYPE__MSG_TELEMETRY:
 		st->telemetry_batches++;
 		return 0;
+	case C4__MSG_TYPE__MSG_ADMIN_REQUEST:
+		return c4d_on_admin(c, env, err, d);
 	default:
 		return -1; /* srv answers "not served" */
 	}
@@ -132,7 +127,7 @@ static void
 c4d_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 {
 	struct dmn *d = arg;
-	struct c4d_state *st = d->state;
+	struct c4d_stats *st = c4d_main_stats(d);
 
 	(void)s;
 	srv_reply_counter(r, "agents_connected", st->agents,
@@ -141,19 +136,60 @@ c4d_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 			  "communicator registrations received", 0);
 	srv_reply_counter(r, "telemetry_batches", st->telemetry_batches,
 			  "telemetry batches received", 0);
+	srv_reply_counter(r, "events_open", st->open, "events open now", 1);
+	srv_reply_counter(r, "events_published", st->published,
+			  "event transitions accepted", 0);
 }
 
 static int
 c4d_start(struct dmn *d)
 {
-	d->state = calloc(1, sizeof(struct c4d_state));
-	return d->state ? 0 : -1;
+	struct c4d_main *cm = calloc(1, sizeof(*cm));
+
+	if (cm == NULL)
+		return -1;
+	if (c4d_open(&cm->m, d->base, d->conf, d->srv, cm->http_bound,
+		     sizeof(cm->http_bound)) < 0) {
+		free(cm);
+		return -1;
+	}
+	d->state = cm;
+	return 0;
+}
+
+/* Reports the HTTP address next to server.listen (C4_LISTEN=). */
+static int
+c4d_listen(struct dmn *d, char *bound, size_t len)
+{
+	struct c4d_main *cm = d->state;
+
+	if (cm->http_bound[0] != '\0')
+		snprintf(bound, len, "http://%s", cm->http_bound);
+	return 0;
+}
+
+/* The event store, webhooks and HTTP keep what they started with. */
+static void
+c4d_reload(struct dmn *d, const void *old)
+{
+	const struct c4d_conf *o = old, *n = d->conf;
+
+	if (strcmp(o->state_dir ?: "", n->state_dir ?: "") != 0 ||
+	    strcmp(o->http.listen ?: "", n->http.listen ?: "") != 0 ||
+	    o->webhooks.n != n->webhooks.n ||
+	    o->events.keep_resolved != n->events.keep_resolved)
+		log_warnx("reload: state_dir, webhooks, http and events "
+			  "changes take a restart");
 }
 
 static void
 c4d_stop(struct dmn *d)
 {
-	free(d->state);
+	struct c4d_main *cm = d->state;
+
+	if (cm != NULL)
+		c4d_close(cm->m);
+	free(cm);
 	d->state = NULL;
 }
 
@@ -167,6 +203,8 @@ static const struct dmn_spec c4d_spec = {
 	.role = C4__ROLE__ROLE_MASTER,
 	.job_of = c4d_job_of,
 	.start = c4d_start,
+	.listen = c4d_listen,
+	.reload = c4d_reload,
 	.stop = c4d_stop,
 	.ops =
 		{
