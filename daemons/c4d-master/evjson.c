@@ -6,8 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "json.h"
-#include "master.h"
+#include "evjson.h"
 
 static const char *const evjson_kinds[] = {
 	"unspecified",	"comm_slow_conn",      "comm_slow_tx",

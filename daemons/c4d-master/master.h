@@ -16,6 +16,7 @@
 #include "c4d.pb-c.h"
 #include "cfg.h"
 #include "daemon.h"
+#include "evjson.h"
 #include "srv.h"
 
 /* ---- limits ------------------------------------------------------------- */
@@ -70,16 +71,6 @@ struct c4d_conf {
 	struct dmn_log_conf log;
 };
 extern const struct cfg_schema c4d_schema;
-
-/* ---- event JSON (evjson.c) ---------------------------------------------- */
-struct json;
-const char *evjson_kind_name(int kind);
-const char *evjson_state_name(int state);
-const char *evjson_role_name(int role);
-/* Writes ev as the "event object" of docs/c4ctl.md into j. */
-void evjson_write(struct json *j, const C4__Event *ev);
-/* The same as a malloc'd NUL-terminated string of one line; NULL on ENOMEM. */
-char *evjson_string(const C4__Event *ev, size_t *len);
 
 /* ---- the store (store.c) ------------------------------------------------ */
 struct store;
