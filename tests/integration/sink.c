@@ -5,7 +5,7 @@
  * each request it appends "<code>\t<authorization>\t<content-type>\t<body>"
  * to DIR/attempts; requests it accepts also go to DIR/received.  The test
  * steers it with files: while DIR/down exists it answers 503, while
- * DIR/slow exists it answers after SINK_SLOW_MS.  SIGTERM stops it.
+ * DIR/slow exists it answers after SINK_SLOW_MS (blocking).  SIGTERM stops it.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -24,11 +24,6 @@
 #define SINK_SLOW_MS 300
 
 static char sink_dir[512];
-
-struct sink_pending {
-	struct evhttp_request *req;
-	struct event *timer;
-};
 
 static int
 sink_exists(const char *name)
@@ -71,34 +66,13 @@ sink_answer(struct evhttp_request *req)
 	evhttp_send_reply(req, code, code == 200 ? "OK" : "Unavailable", NULL);
 }
 
-static void
-sink_later_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct sink_pending *p = arg;
-
-	(void)fd;
-	(void)what;
-	sink_answer(p->req);
-	event_free(p->timer);
-	free(p);
-}
-
+/* The sink is a test program: while slow it simply sleeps before answering. */
 static void
 sink_request_cb(struct evhttp_request *req, void *arg)
 {
-	struct event_base *base = arg;
-
-	if (sink_exists("slow")) {
-		struct sink_pending *p = calloc(1, sizeof(*p));
-		struct timeval tv = {0, SINK_SLOW_MS * 1000};
-
-		if (p == NULL)
-			exit(1);
-		p->req = req;
-		p->timer = evtimer_new(base, sink_later_cb, p);
-		evtimer_add(p->timer, &tv);
-		return;
-	}
+	(void)arg;
+	if (sink_exists("slow"))
+		usleep(SINK_SLOW_MS * 1000);
 	sink_answer(req);
 }
 

@@ -272,7 +272,7 @@ pipe_start(struct proc *p, const char *conf, char *http, size_t len)
 	ck_assert_int_eq(proc_line(p, line, sizeof(line)), 0);
 	ck_assert_msg(strncmp(line, "ready ", 6) == 0, "got '%s'", line);
 	if (http != NULL)
-		snprintf(http, len, "%s", line + 6);
+		snprintf(http, len, "%.200s", line + 6);
 }
 
 static void
