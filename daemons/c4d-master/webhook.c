@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/dns.h>
@@ -65,6 +66,7 @@ struct webhooks {
 	const char **names;
 	size_t n;
 	int closing;
+	unsigned seed; /* jitter */
 };
 
 static const struct cfg_field webhook_fields[] = {
@@ -269,7 +271,7 @@ webhook_retry(struct webhook *w, const char *why)
 		w->backoff_ms = max;
 	/* Between half and all of the backoff, so senders do not align. */
 	delay = w->backoff_ms / 2 +
-		(int64_t)(random() % (w->backoff_ms / 2 + 1));
+		(int64_t)(rand_r(&w->set->seed) % (w->backoff_ms / 2 + 1));
 	log_warnx("%s: %s not delivered (%s); retry in %lld ms", w->name,
 		  w->ce_id, why, (long long)delay);
 	store_outbox_failed(w->set->store, w->seq,
@@ -461,6 +463,7 @@ webhooks_new(struct webhooks **out, struct event_base *base, struct store *st,
 		goto nomem;
 	s->base = base;
 	s->store = st;
+	s->seed = (unsigned)time(NULL) ^ (unsigned)getpid();
 	if (confs->n > 0) {
 		s->v = calloc(confs->n, sizeof(*s->v));
 		s->names = calloc(confs->n, sizeof(char *));

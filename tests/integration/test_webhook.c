@@ -457,7 +457,10 @@ START_TEST(test_one_fault_one_delivery)
 }
 END_TEST
 
-/* The receiver is down for a while: every event arrives, in order. */
+/*
+ * The receiver is down for a while (and the master restarts meanwhile):
+ * every event arrives once it returns, in order.
+ */
 START_TEST(test_outage_in_order)
 {
 	struct sink s = {0};
@@ -478,6 +481,11 @@ START_TEST(test_outage_in_order)
 	for (int i = 0; i < n; i++)
 		ck_assert_str_eq(ids[i], "ev-00/1");
 	ck_assert_int_eq(sink_count(&s, "received"), 0);
+	/* A clean stop while a retry is pending, and a start still in it. */
+	pipe_quit(&p);
+	pipe_start(&p, conf, NULL, 0);
+	n = sink_count(&s, "attempts");
+	ck_assert_int_eq(wait_count(&s, "attempts", n + 2), 0);
 	sink_set(&s, "down", 0);
 	ck_assert_int_eq(wait_count(&s, "received", 10), 0);
 	n = sink_ids(&s, "received", ids, 256);
@@ -703,6 +711,68 @@ START_TEST(test_master_corrupt_db)
 }
 END_TEST
 
+/* Webhook and HTTP mistakes are configuration errors with positions. */
+static void
+check_config(const char *dir, const char *text, int nwant,
+	     const char *const *want)
+{
+	char path[128], out[4096], err[4096];
+	char *argv[] = {(char *)th_bin("daemons/c4d-master/c4d-master"),
+			(char *)"-n", (char *)"-f", path, NULL};
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/bad.yaml", dir);
+	fp = fopen(path, "w");
+	ck_assert_ptr_nonnull(fp);
+	fputs("job: job-42\n"
+	      "server:\n  listen: 127.0.0.1:0\n"
+	      "credentials:\n  - name: ops\n    token: " OPS_TOKEN
+	      "\n    roles: [ctl]\n",
+	      fp);
+	fputs(text, fp);
+	fclose(fp);
+	ck_assert_int_eq(
+		th_run(argv, out, sizeof(out), err, sizeof(err), 10000), 1);
+	for (int i = 0; i < nwant; i++)
+		ck_assert_msg(strstr(err, want[i]) != NULL, "no '%s' in: %s",
+			      want[i], err);
+}
+
+START_TEST(test_config_errors)
+{
+	static const char *const items[] = {
+		"bad.yaml:9:5: webhook a: https webhooks are not supported "
+		"yet; send to a local TLS proxy over http://",
+		"bad.yaml:11:5: webhook b: token and token_file exclude each "
+		"other",
+		"bad.yaml:15:5: webhook c: 'ftp://x/' is not an http:// URL",
+		"bad.yaml:19:14: timeout: 1ms is out of range",
+	};
+	static const char *const whole[] = {
+		"bad.yaml:1:1: http.listen must be host:port",
+		"bad.yaml:15:5: webhook name 'a' is used twice",
+	};
+	char dir[64];
+
+	tmpdir(dir, sizeof(dir));
+	check_config(dir,
+		     "webhooks:\n"
+		     "  - name: a\n    url: https://example.com/x\n"
+		     "  - name: b\n    url: http://127.0.0.1:1/\n"
+		     "    token: abcdefgh\n    token_file: /nonexistent\n"
+		     "  - name: c\n    url: ftp://x/\n"
+		     "  - name: d\n    url: http://x/\n    timeout: 1ms\n",
+		     4, items);
+	check_config(dir,
+		     "http:\n  listen: unix:/tmp/x\n"
+		     "webhooks:\n"
+		     "  - name: a\n    url: http://127.0.0.1:1/a\n"
+		     "  - name: b\n    url: http://127.0.0.1:1/b\n"
+		     "  - name: a\n    url: http://127.0.0.1:1/c\n",
+		     2, whole);
+}
+END_TEST
+
 static Suite *
 webhook_suite(void)
 {
@@ -715,6 +785,7 @@ webhook_suite(void)
 	tcase_add_test(tc, test_kill9_mid_delivery);
 	tcase_add_test(tc, test_master_events_and_metrics);
 	tcase_add_test(tc, test_master_corrupt_db);
+	tcase_add_test(tc, test_config_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }
