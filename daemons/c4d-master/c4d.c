@@ -313,9 +313,9 @@ c4d_metrics(struct evbuffer *b, void *arg)
 	struct c4d *m = arg;
 	struct store_stats ss;
 	struct webhook_stats ws;
-	char labels[512], name[1024];
-	const char *job = m->job;
+	char labels[600], name[1200], job[512], hook[512];
 
+	http_label_escape(job, sizeof(job), m->job);
 	snprintf(labels, sizeof(labels), "daemon=\"c4d-master\",job=\"%s\"",
 		 job);
 	if (m->srv != NULL) {
@@ -392,8 +392,9 @@ c4d_metrics(struct evbuffer *b, void *arg)
 				    : k == 1 ? ws.failed
 				    : k == 2 ? ws.pending
 					     : ws.oldest_age_ms / 1000;
+				http_label_escape(hook, sizeof(hook), ws.name);
 				snprintf(name, sizeof(name),
-					 "%s,webhook=\"%s\"", labels, ws.name);
+					 "%s,webhook=\"%s\"", labels, hook);
 				http_metric_value(b, wm[k].name, name, v);
 			}
 		}

@@ -35,7 +35,36 @@ http_metric_head(struct evbuffer *b, const char *name, const char *help,
 			    gauge ? "gauge" : "counter");
 }
 
-/* labels is "" or the inside of {}, already escaped by the caller. */
+/*
+ * Writes v into buf as a Prometheus label value: backslash, double quote
+ * and newline escaped; cut (never mid-escape) if buf is too small.
+ */
+void
+http_label_escape(char *buf, size_t len, const char *v)
+{
+	size_t n = 0;
+
+	if (len == 0)
+		return;
+	for (; v != NULL && *v != '\0'; v++) {
+		const char *esc = *v == '\\'   ? "\\\\"
+				  : *v == '"'  ? "\\\""
+				  : *v == '\n' ? "\\n"
+					       : NULL;
+		size_t k = esc ? 2 : 1;
+
+		if (n + k >= len)
+			break;
+		if (esc != NULL)
+			memcpy(buf + n, esc, 2);
+		else
+			buf[n] = *v;
+		n += k;
+	}
+	buf[n] = '\0';
+}
+
+/* labels is "" or the inside of {}, values escaped by http_label_escape. */
 void
 http_metric_value(struct evbuffer *b, const char *name, const char *labels,
 		  uint64_t v)

@@ -165,6 +165,8 @@ void http_metric_head(struct evbuffer *b, const char *name, const char *help,
 		      int gauge);
 void http_metric_value(struct evbuffer *b, const char *name, const char *labels,
 		       uint64_t v);
+/* Escapes a label value (backslash, quote, newline) into buf. */
+void http_label_escape(char *buf, size_t len, const char *v);
 
 /* ---- the master core (c4d.c) -------------------------------------------- */
 struct c4d;

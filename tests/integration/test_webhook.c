@@ -587,8 +587,9 @@ static const char master_conf[] =
 
 /*
  * The real c4d-master continues the events a previous run left (here the
- * event path's), answers c4ctl events -o json with the documented event
- * objects, and serves /metrics and /healthz.
+ * event path's), delivers what that run could not, answers c4ctl events
+ * -o json with the documented event objects, and serves /metrics and
+ * /healthz.
  */
 START_TEST(test_master_events_and_metrics)
 {
@@ -612,15 +613,20 @@ START_TEST(test_master_events_and_metrics)
 	ck_assert_ptr_nonnull(strstr(body, "c4d_store_healthy{"));
 	ck_assert_int_eq(th_stop(&d), 0);
 
-	/* Events written by an earlier run in the same state_dir. */
+	/*
+	 * Events written by an earlier run in the same state_dir while the
+	 * receiver was down: the daemon delivers them after its start.
+	 */
 	sink_start(&s);
+	sink_set(&s, "down", 1);
 	write_conf(d.dir, &s, conf, sizeof(conf));
 	pipe_start(&p, conf, NULL, 0);
 	pipe_cmd(&p, "publish a-1 open comm_slow_tx tx of rank 7");
 	pipe_cmd(&p, "publish a-2 open node_lost node-07 is silent");
 	pipe_cmd(&p, "publish a-2 resolved node_lost back");
 	pipe_quit(&p);
-	sink_stop(&s);
+	ck_assert_int_eq(sink_count(&s, "received"), 0);
+	sink_set(&s, "down", 0);
 
 	/* th_start() makes a new directory: point state_dir at the old one. */
 	{
@@ -630,10 +636,43 @@ START_TEST(test_master_events_and_metrics)
 			 "job: job-42\nstate_dir: %s\n"
 			 "server:\n  listen: 127.0.0.1:0\n"
 			 "credentials:\n  - name: ops\n    token: " OPS_TOKEN
-			 "\n    roles: [ctl]\n",
-			 d.dir);
+			 "\n    roles: [ctl]\n"
+			 "http:\n  listen: 127.0.0.1:0\n"
+			 "webhooks:\n  - name: steering\n"
+			 "    url: http://127.0.0.1:%d/hooks/c4\n"
+			 "    max_backoff: 400ms\n",
+			 d.dir, s.port);
 		ck_assert_int_eq(th_start(&d, "c4d-master", text), 0);
 	}
+	ck_assert_int_eq(wait_count(&s, "received", 3), 0);
+	{
+		char ids[8][64];
+
+		ck_assert_int_eq(sink_ids(&s, "received", ids, 8), 3);
+		ck_assert_str_eq(ids[0], "a-1/1");
+		ck_assert_str_eq(ids[1], "a-2/1");
+		ck_assert_str_eq(ids[2], "a-2/2");
+	}
+	{
+		long deadline = now_ms() + WAIT_MS;
+		int ok = 0;
+
+		/* The mark follows the answer: poll until it shows. */
+		while (!ok && now_ms() < deadline) {
+			ck_assert_int_eq(http_get(d.http, "GET", "/metrics",
+						  body, sizeof(body)),
+					 200);
+			ok = strstr(body, "c4d_webhook_delivered_total{daemon="
+					  "\"c4d-master\",job=\"job-42\","
+					  "webhook=\"steering\"} 3\n") != NULL;
+			if (!ok)
+				nap();
+		}
+		ck_assert_msg(ok, "%s", body);
+	}
+	ck_assert_ptr_nonnull(strstr(body, "c4d_events_open{daemon=\"c4d-"
+					   "master\",job=\"job-42\"} 1\n"));
+	sink_stop(&s);
 	argv[0] = (char *)th_bin("ctl/c4ctl");
 	argv[1] = (char *)"-s";
 	argv[2] = d.tcp;
