@@ -36,6 +36,8 @@
 #define WEBHOOK_BACKOFF_MIN_MS 200    /* first retry delay */
 #define WEBHOOK_TOKEN_MAX      1024
 #define WEBHOOK_URL_MAX	       2048
+#define WEBHOOK_RESP_HEADERS   16384 /* bytes a receiver may answer */
+#define WEBHOOK_RESP_BODY      65536
 #define HTTP_MAX_HEADERS       8192 /* bytes of request headers */
 #define HTTP_MAX_BODY	       1024 /* GET requests carry none */
 #define HTTP_TIMEOUT_S	       10

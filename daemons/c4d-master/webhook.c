@@ -323,6 +323,11 @@ webhook_send(struct webhook *w)
 			return;
 		}
 		evhttp_connection_set_retries(w->conn, 0);
+		/* The answer is only a status; a flood of bytes is a failure.
+		 */
+		evhttp_connection_set_max_headers_size(w->conn,
+						       WEBHOOK_RESP_HEADERS);
+		evhttp_connection_set_max_body_size(w->conn, WEBHOOK_RESP_BODY);
 		{
 			struct timeval tv = {w->timeout / 1000,
 					     (w->timeout % 1000) * 1000};

@@ -366,6 +366,34 @@ http_get(const char *hostport, const char *method, const char *path, char *out,
 	return code;
 }
 
+/* A GET of path with nhdr 256-byte headers; the status code, or -1. */
+static int
+http_get_hdr(const char *hostport, const char *path, int nhdr, char *out,
+	     size_t outlen)
+{
+	struct net_addr a;
+	char err[256], line[300];
+	size_t n = 0;
+	ssize_t r;
+	int fd, code = -1;
+
+	ck_assert_int_eq(net_addr_parse(hostport, &a, err, sizeof(err)), 0);
+	fd = net_connect(&a, 5000, err, sizeof(err));
+	ck_assert_int_ge(fd, 0);
+	dprintf(fd, "GET %s HTTP/1.1\r\nHost: x\r\n", path);
+	memset(line, 'x', sizeof(line));
+	for (int i = 0; i < nhdr; i++)
+		if (dprintf(fd, "X-Filler-%03d: %.240s\r\n", i, line) < 0)
+			break;
+	dprintf(fd, "Connection: close\r\n\r\n");
+	while (n + 1 < outlen && (r = read(fd, out + n, outlen - n - 1)) > 0)
+		n += (size_t)r;
+	out[n] = '\0';
+	close(fd);
+	sscanf(out, "HTTP/1.%*d %d", &code);
+	return code;
+}
+
 /* ---- tests -------------------------------------------------------------- */
 
 /*
@@ -450,6 +478,18 @@ START_TEST(test_one_fault_one_delivery)
 			 404);
 	ck_assert_int_eq(http_get(http, "POST", "/metrics", body, sizeof(body)),
 			 405);
+	/* Oversized headers are refused; the endpoints go on serving. */
+	{
+		char big[300];
+
+		memset(big, 'a', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		memcpy(big, "/metrics?", 9);
+		ck_assert_int_ne(
+			http_get_hdr(http, big, 40, body, sizeof(body)), 200);
+	}
+	ck_assert_int_eq(http_get(http, "GET", "/healthz", body, sizeof(body)),
+			 200);
 
 	pipe_quit(&p);
 	sink_stop(&s);
