@@ -180,6 +180,9 @@ c4d_restore_cb(const C4__Event *ev, uint64_t updated_ns, void *arg)
  * once, committed with its outbox rows in one transaction on the store's
  * worker, and then delivered by every webhook.  Returns 0 (also for a
  * duplicate), or -1 for an invalid event or when it could not be queued.
+ * Ids are never reused for a new incident: the master forgets resolved
+ * events beyond keep_resolved, and a forgotten id published again would
+ * restart at revision 1, which the store ignores as stale.
  */
 int
 c4d_publish(struct c4d *m, const C4__Event *in)
@@ -211,8 +214,7 @@ c4d_publish(struct c4d *m, const C4__Event *in)
 		m->stats.duplicate++;
 		return 0;
 	}
-	if (ev.job_id == NULL)
-		ev.job_id = m->job;
+	ev.job_id = m->job; /* every event of this master is of its job */
 	if (!ev.has_first_seen_ns || ev.first_seen_ns == 0) {
 		ev.has_first_seen_ns = 1;
 		ev.first_seen_ns = prev ? prev->ev->first_seen_ns : now;
