@@ -749,6 +749,17 @@ START_TEST(test_master_events_and_metrics)
 		ck_assert_ptr_nonnull(strchr(l2, '\n'));
 		ck_assert_str_eq(strchr(l2, '\n'), "\n");
 	}
+	/* --since: an hour back shows both; a time to come shows nothing. */
+	argv[8] = (char *)"--since";
+	argv[9] = (char *)"1h";
+	argv[10] = NULL;
+	ck_assert_int_eq(th_run(argv, out, sizeof(out), NULL, 0, 10000), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\"id\":\"a-2\""));
+	argv[9] = (char *)"2100-01-01T00:00:00Z";
+	ck_assert_int_eq(th_run(argv, out, sizeof(out), NULL, 0, 10000), 0);
+	ck_assert_str_eq(out, "");
+	argv[9] = (char *)"yesterday";
+	ck_assert_int_eq(th_run(argv, out, sizeof(out), NULL, 0, 10000), 2);
 	/* The table. */
 	argv[5] = (char *)"events";
 	argv[6] = NULL;
