@@ -32,8 +32,10 @@
 #define STORE_SCHEMA_VERSION   1
 #define STORE_QUEUE_MAX	       100000 /* jobs waiting for the worker */
 #define STORE_STALL_MS	       10000  /* oldest job: unhealthy above */
-#define STORE_BUSY_MS	       5000   /* sqlite3_busy_timeout */
-#define WEBHOOK_BACKOFF_MIN_MS 200    /* first retry delay */
+#define STORE_RETRY_MS	       100    /* first wait after a failed write */
+#define STORE_RETRY_MAX_MS     5000
+#define STORE_BUSY_MS	       5000 /* sqlite3_busy_timeout */
+#define WEBHOOK_BACKOFF_MIN_MS 200  /* first retry delay */
 #define WEBHOOK_TOKEN_MAX      1024
 #define WEBHOOK_URL_MAX	       2048
 #define WEBHOOK_RESP_HEADERS   16384 /* bytes a receiver may answer */

@@ -319,6 +319,58 @@ store_do_mark(struct store *st, struct store_job *j)
 	return 0;
 }
 
+/*
+ * Runs one job.  A write that fails (the disk is full, another process
+ * holds the lock too long, an I/O error) is retried, with a backoff from
+ * STORE_RETRY_MS doubling to STORE_RETRY_MAX_MS, until it succeeds or the
+ * store is closing: later jobs wait behind it, so commits stay in order
+ * and a transient failure loses nothing.  Meanwhile the store reports
+ * itself unhealthy.  Reads fail at once; their callers retry.
+ */
+static int
+store_run(struct store *st, struct store_job *j)
+{
+	int64_t wait_ms = STORE_RETRY_MS;
+	int rc;
+
+	for (;;) {
+		struct timespec until;
+
+		switch (j->op) {
+		case STORE_PUT:
+			rc = store_do_put(st, j);
+			break;
+		case STORE_NEXT:
+			return store_do_next(st, j);
+		default:
+			rc = store_do_mark(st, j);
+			break;
+		}
+		if (rc >= 0)
+			return rc;
+		pthread_mutex_lock(&st->mu);
+		st->stats.errors++;
+		st->stats.healthy = 0;
+		if (st->stopping) {
+			pthread_mutex_unlock(&st->mu);
+			log_warnx("store closing: a failed write is given up");
+			return -1;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += wait_ms / 1000;
+		until.tv_nsec += (wait_ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		/* New jobs signal cv too: an early wake-up only retries. */
+		pthread_cond_timedwait(&st->cv, &st->mu, &until);
+		pthread_mutex_unlock(&st->mu);
+		wait_ms = wait_ms * 2 > STORE_RETRY_MAX_MS ? STORE_RETRY_MAX_MS
+							   : wait_ms * 2;
+	}
+}
+
 static void *
 store_worker(void *arg)
 {
@@ -339,17 +391,7 @@ store_worker(void *arg)
 		}
 		pthread_mutex_unlock(&st->mu);
 
-		switch (j->op) {
-		case STORE_PUT:
-			rc = store_do_put(st, j);
-			break;
-		case STORE_NEXT:
-			rc = store_do_next(st, j);
-			break;
-		default:
-			rc = store_do_mark(st, j);
-			break;
-		}
+		rc = store_run(st, j);
 		j->rc = rc < 0 ? -1 : 0;
 
 		pthread_mutex_lock(&st->mu);
@@ -357,8 +399,9 @@ store_worker(void *arg)
 		if (st->todo.head == NULL)
 			st->todo.tail = NULL;
 		st->todo.n--;
-		if (rc < 0) {
-			st->stats.errors++;
+		if (rc < 0) { /* store_run() counted failed writes */
+			if (j->op == STORE_NEXT)
+				st->stats.errors++;
 			st->stats.healthy = 0;
 		} else if (j->op != STORE_NEXT) {
 			st->stats.healthy = 1;

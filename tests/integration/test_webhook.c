@@ -540,6 +540,64 @@ START_TEST(test_outage_in_order)
 END_TEST
 
 /*
+ * The database is locked by another process for longer than the busy
+ * timeout: /healthz turns 503, the transition waits (nothing is dropped,
+ * order is kept), and once the lock is gone it is committed, delivered,
+ * and /healthz is 200 again.
+ */
+START_TEST(test_store_blocked_health)
+{
+	struct sink s = {0};
+	struct proc p;
+	char dir[64], conf[256], http[256], body[65536], path[600];
+	char ids[8][64];
+	sqlite3 *db;
+	long deadline;
+	int code = 0;
+
+	tmpdir(dir, sizeof(dir));
+	sink_start(&s);
+	write_conf(dir, &s, conf, sizeof(conf));
+	pipe_start(&p, conf, http, sizeof(http));
+	pipe_cmd(&p, "publish b-1 open");
+	ck_assert_int_eq(wait_count(&s, "received", 1), 0);
+
+	snprintf(path, sizeof(path), "%s/c4d-master.db", dir);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL),
+			 SQLITE_OK);
+	pipe_cmd(&p, "publish b-2 open");
+	pipe_cmd(&p, "publish b-1 resolved");
+	deadline = now_ms() + WAIT_MS;
+	while (now_ms() < deadline &&
+	       (code = http_get(http, "GET", "/healthz", body, sizeof(body))) ==
+		       200)
+		nap();
+	ck_assert_int_eq(code, 503);
+	ck_assert_ptr_nonnull(strstr(body, "unhealthy: store writes are "
+					   "failing"));
+	ck_assert_int_eq(sink_count(&s, "received"), 1);
+	ck_assert_int_eq(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+
+	ck_assert_int_eq(wait_count(&s, "received", 3), 0);
+	ck_assert_int_eq(sink_ids(&s, "received", ids, 8), 3);
+	ck_assert_str_eq(ids[1], "b-2/1");
+	ck_assert_str_eq(ids[2], "b-1/2");
+	deadline = now_ms() + WAIT_MS;
+	while (now_ms() < deadline &&
+	       (code = http_get(http, "GET", "/healthz", body, sizeof(body))) !=
+		       200)
+		nap();
+	ck_assert_int_eq(code, 200);
+	ck_assert_int_eq(db_int(dir, "SELECT count(*) FROM event_history"), 3);
+	pipe_quit(&p);
+	sink_stop(&s);
+}
+END_TEST
+
+/*
  * kill -9 of the master's event path while it delivers, then a restart:
  * the history is intact, every committed event is delivered, no event gets
  * a new id, duplicates are only the same id again, the order holds, and
@@ -907,6 +965,7 @@ webhook_suite(void)
 	tcase_add_test(tc, test_one_fault_one_delivery);
 	tcase_add_test(tc, test_outage_in_order);
 	tcase_add_test(tc, test_kill9_mid_delivery);
+	tcase_add_test(tc, test_store_blocked_health);
 	tcase_add_test(tc, test_master_events_and_metrics);
 	tcase_add_test(tc, test_master_corrupt_db);
 	tcase_add_test(tc, test_config_errors);
