@@ -1,7 +1,8 @@
 /*
- * sink.c - a real HTTP receiver for webhook tests (c4-test-sink DIR).
+ * sink.c - a real HTTP receiver for webhook tests (c4-test-sink DIR [PORT]).
  *
- * Listens on 127.0.0.1:0 and writes the port to DIR/port once bound.  For
+ * Listens on 127.0.0.1:PORT (default 0: any free port; a restarted sink
+ * takes its old port again) and writes the port to DIR/port once bound.  For
  * each request it appends "<code>\t<authorization>\t<content-type>\t<body>"
  * to DIR/attempts; requests it accepts also go to DIR/received.  The test
  * steers it with files: while DIR/down exists it answers 503, while
@@ -96,14 +97,15 @@ main(int argc, char **argv)
 	char path[600], tmp[600];
 	FILE *fp;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: c4-test-sink DIR\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: c4-test-sink DIR [PORT]\n");
 		return 2;
 	}
 	snprintf(sink_dir, sizeof(sink_dir), "%s", argv[1]);
 	base = event_base_new();
 	http = evhttp_new(base);
-	bs = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0);
+	bs = evhttp_bind_socket_with_handle(
+		http, "127.0.0.1", argc == 3 ? (uint16_t)atoi(argv[2]) : 0);
 	if (bs == NULL)
 		return 1;
 	evhttp_set_gencb(http, sink_request_cb, base);

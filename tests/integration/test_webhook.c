@@ -158,11 +158,15 @@ sink_set(const struct sink *s, const char *flag, int on)
 static void
 sink_start(struct sink *s)
 {
+	char port[16];
 	char *argv[] = {(char *)th_bin("tests/integration/c4-test-sink"),
-			s->dir, NULL};
+			s->dir, port, NULL};
 	char path[128];
 	long deadline = now_ms() + WAIT_MS;
 	FILE *fp = NULL;
+
+	/* A restarted sink takes its old port, where the webhook points. */
+	snprintf(port, sizeof(port), "%d", s->port);
 
 	if (s->dir[0] == '\0') {
 		snprintf(s->dir, sizeof(s->dir), "/tmp/c4-sink-XXXXXX");
@@ -526,7 +530,16 @@ START_TEST(test_outage_in_order)
 	pipe_start(&p, conf, NULL, 0);
 	n = sink_count(&s, "attempts");
 	ck_assert_int_eq(wait_count(&s, "attempts", n + 2), 0);
+	/* Then the receiver is gone altogether (connections refused). */
+	sink_stop(&s);
+	{
+		struct timespec ts = {1, 0};
+
+		nanosleep(&ts, NULL);
+	}
+	ck_assert_int_eq(sink_count(&s, "received"), 0);
 	sink_set(&s, "down", 0);
+	sink_start(&s);
 	ck_assert_int_eq(wait_count(&s, "received", 10), 0);
 	n = sink_ids(&s, "received", ids, 256);
 	ck_assert_int_eq(n, 10);
