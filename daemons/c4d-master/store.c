@@ -83,27 +83,27 @@ struct store {
 	struct event *ev_done;
 };
 
-static const char *const store_schema_sql[] = {
+/* The schema of version STORE_SCHEMA_VERSION, one script. */
+static const char store_schema_sql[] =
 	"CREATE TABLE events ("
 	" id TEXT PRIMARY KEY, kind INTEGER NOT NULL, state INTEGER NOT NULL,"
 	" revision INTEGER NOT NULL, first_interval INTEGER,"
 	" last_interval INTEGER, first_seen_ns INTEGER, last_seen_ns INTEGER,"
-	" updated_ns INTEGER NOT NULL, event BLOB NOT NULL)",
+	" updated_ns INTEGER NOT NULL, event BLOB NOT NULL);"
 	"CREATE TABLE event_history ("
 	" id TEXT NOT NULL, revision INTEGER NOT NULL,"
 	" state INTEGER NOT NULL, at_ns INTEGER NOT NULL,"
-	" event BLOB NOT NULL, PRIMARY KEY (id, revision))",
+	" event BLOB NOT NULL, PRIMARY KEY (id, revision));"
 	"CREATE TABLE outbox ("
 	" seq INTEGER PRIMARY KEY AUTOINCREMENT, webhook TEXT NOT NULL,"
 	" event_id TEXT NOT NULL, revision INTEGER NOT NULL,"
 	" ce_id TEXT NOT NULL, payload TEXT NOT NULL,"
 	" attempts INTEGER NOT NULL DEFAULT 0, next_attempt_ns INTEGER,"
 	" created_ns INTEGER NOT NULL, delivered_ns INTEGER,"
-	" UNIQUE (webhook, ce_id))",
+	" UNIQUE (webhook, ce_id));"
 	"CREATE INDEX outbox_pending ON outbox (webhook, seq)"
-	" WHERE delivered_ns IS NULL",
-	"CREATE INDEX events_state ON events (state, updated_ns)",
-};
+	" WHERE delivered_ns IS NULL;"
+	"CREATE INDEX events_state ON events (state, updated_ns);";
 
 static uint64_t
 store_now_ms(void)
@@ -643,9 +643,8 @@ store_check_schema(struct store *st, char *err, size_t errlen)
 	}
 	if (store_exec(st->db, "BEGIN IMMEDIATE") < 0)
 		goto fail;
-	for (size_t i = 0; i < sizeof(store_schema_sql) / sizeof(char *); i++)
-		if (store_exec(st->db, store_schema_sql[i]) < 0)
-			goto fail;
+	if (store_exec(st->db, store_schema_sql) < 0)
+		goto fail;
 	if (store_exec(st->db, "PRAGMA user_version = 1") < 0 ||
 	    store_exec(st->db, "COMMIT") < 0)
 		goto fail;
