@@ -16,14 +16,18 @@
 #include <unistd.h>
 
 #include "c4_build.h"
+#include "cfg.h"
 #include "cli.h"
 #include "ctl.h"
+#include "evjson.h"
 #include "json.h"
 #include "msg.h"
 
 #define CTL_DEFAULT_SERVER "127.0.0.1:7410"
 #define CTL_TOKEN_FILE	   C4_SYSCONFDIR "/ctl.token"
 #define CTL_PING_MAX	   100000
+#define CTL_FOLLOW_MS	   1000 /* events --follow: polling period */
+#define CTL_SUSPECTS_MAX   200	/* characters of the SUSPECTS column */
 
 static void
 ctl_usage(FILE *fp)
@@ -36,6 +40,8 @@ ctl_usage(FILE *fp)
 		"  ping [-c COUNT]   heartbeat round trips to the daemon\n"
 		"  status            the daemon's identity, uptime and "
 		"counters\n"
+		"  events [--since DURATION|TIMESTAMP] [--follow]\n"
+		"                    c4d-master: the job's events\n"
 		"  jobs              c4d-master: the job's agents, ranks, "
 		"events\n"
 		"  ranks [--comm H]  c4d-master: where each rank runs\n"
@@ -293,6 +299,173 @@ ctl_status(struct ctl *c)
 	return 0;
 }
 
+/*
+ * --since: a duration back from now ("10m"), nanoseconds since the epoch,
+ * or an RFC 3339 UTC time ("2026-11-21T05:00:00Z").  0 or -1.
+ */
+static int
+ctl_parse_since(const char *s, uint64_t *out)
+{
+	struct timespec now;
+	struct tm tm;
+	int64_t ms;
+	char *end;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (cfg_parse_duration_ms(s, &ms) == 0) {
+		uint64_t back = (uint64_t)ms * 1000000u;
+		uint64_t t = (uint64_t)now.tv_sec * 1000000000u +
+			     (uint64_t)now.tv_nsec;
+
+		*out = back < t ? t - back : 0;
+		return 0;
+	}
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	if (errno == 0 && end != s && *end == '\0')
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (end == NULL || (strcmp(end, "Z") != 0 && strcmp(end, "") != 0))
+		return -1;
+	*out = (uint64_t)timegm(&tm) * 1000000000u;
+	return 0;
+}
+
+static void
+ctl_event_row(const C4__Event *ev)
+{
+	char when[32], sus[CTL_SUSPECTS_MAX + 1] = "";
+	time_t secs = (time_t)(ev->last_seen_ns / 1000000000u);
+	struct tm tm;
+	size_t n = 0;
+
+	gmtime_r(&secs, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	for (size_t i = 0; i < ev->n_suspects && n < CTL_SUSPECTS_MAX; i++) {
+		const C4__Suspect *x = ev->suspects[i];
+		int k = snprintf(sus + n, sizeof(sus) - n, "%s%s", i ? "," : "",
+				 evjson_role_name(x->role));
+
+		if (k > 0)
+			n = n + (size_t)k < sizeof(sus) ? n + (size_t)k
+							: sizeof(sus) - 1;
+		if (x->has_rank && n < CTL_SUSPECTS_MAX) {
+			k = snprintf(sus + n, sizeof(sus) - n, " rank %u",
+				     x->rank);
+			if (k > 0)
+				n = n + (size_t)k < sizeof(sus)
+					    ? n + (size_t)k
+					    : sizeof(sus) - 1;
+		}
+		if (x->host != NULL && n < CTL_SUSPECTS_MAX) {
+			k = snprintf(sus + n, sizeof(sus) - n, "@%s", x->host);
+			if (k > 0)
+				n = n + (size_t)k < sizeof(sus)
+					    ? n + (size_t)k
+					    : sizeof(sus) - 1;
+		}
+	}
+	printf("%-20s  %-24s  %-8s  %-19s  %-24s  %s\n", when,
+	       ev->id ? ev->id : "", evjson_state_name(ev->state),
+	       evjson_kind_name(ev->kind), sus[0] ? sus : "-",
+	       ev->action ? ev->action : "-");
+}
+
+/*
+ * events: one ADMIN_EVENTS request (repeated while the reply says more);
+ * with --follow the same again every CTL_FOLLOW_MS from where the last
+ * answer ended, until interrupted or the connection fails.
+ */
+static int
+ctl_events(struct ctl *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"since", required_argument, NULL, 's'},
+		{"follow", no_argument, NULL, 'f'},
+		{NULL, 0, NULL, 0}};
+	uint64_t since = 0;
+	int ch, follow = 0, header = !c->json;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "s:f", opts, NULL)) != -1) {
+		if (ch == 's') {
+			if (ctl_parse_since(optarg, &since) < 0) {
+				fprintf(stderr,
+					"c4ctl: events --since takes a "
+					"duration (10m), nanoseconds or "
+					"YYYY-MM-DDTHH:MM:SSZ\n");
+				return 2;
+			}
+		} else if (ch == 'f') {
+			follow = 1;
+		} else {
+			ctl_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "c4ctl: events: unexpected argument %s\n",
+			argv[optind]);
+		return 2;
+	}
+	if (ctl_connect(c) < 0)
+		return 1;
+	for (;;) {
+		C4__AdminRequest req = C4__ADMIN_REQUEST__INIT;
+		const C4__AdminReply *r;
+		C4__Envelope *env;
+		int more;
+
+		req.has_op = 1;
+		req.op = C4__ADMIN_OP__ADMIN_EVENTS;
+		req.has_since_ns = 1;
+		req.since_ns = since;
+		env = cli_call(&c->cli, C4__MSG_TYPE__MSG_ADMIN_REQUEST, &req);
+		if (env == NULL || env->type != C4__MSG_TYPE__MSG_ADMIN_REPLY) {
+			if (env != NULL && env->type == C4__MSG_TYPE__MSG_ERROR)
+				fprintf(stderr, "c4ctl: events: %s\n",
+					env->error->text ? env->error->text
+							 : "error");
+			else
+				fprintf(stderr, "c4ctl: events: %s\n",
+					env ? "unexpected answer" : c->cli.err);
+			msg_free(env);
+			cli_close(&c->cli);
+			return 1;
+		}
+		r = env->admin_reply;
+		if (header) {
+			printf("%-20s  %-24s  %-8s  %-19s  %-24s  %s\n", "TIME",
+			       "ID", "STATE", "KIND", "SUSPECTS", "ACTION");
+			header = 0;
+		}
+		for (size_t i = 0; i < r->n_events; i++) {
+			if (c->json) {
+				struct json j;
+
+				json_init(&j, stdout);
+				evjson_write(&j, r->events[i]);
+				json_end(&j);
+			} else {
+				ctl_event_row(r->events[i]);
+			}
+		}
+		fflush(stdout);
+		if (r->has_next_since_ns && r->next_since_ns > since)
+			since = r->next_since_ns;
+		more = r->more;
+		msg_free(env);
+		if (more)
+			continue;
+		if (!follow)
+			break;
+		usleep(CTL_FOLLOW_MS * 1000);
+	}
+	cli_close(&c->cli);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -382,6 +555,8 @@ main(int argc, char **argv)
 		rc = ctl_ranks(&c, argc, argv);
 	} else if (strcmp(cmd, "matrix") == 0) {
 		rc = ctl_matrix(&c, argc, argv);
+	} else if (strcmp(cmd, "events") == 0) {
+		rc = ctl_events(&c, argc, argv);
 	} else if (strcmp(cmd, "status") == 0 && argc == 1) {
 		rc = ctl_status(&c);
 	} else {

@@ -1,12 +1,13 @@
 /*
  * c4d-master - the per-job C4D master: accepts the job's agents and CCL
- * clients, takes their communicator registrations and telemetry, and
- * answers operators.  The detection pipeline (lib/matrix), the event store
- * and webhooks build on this session layer.
+ * clients, runs the detection pipeline (ingest.c, lib/matrix) over their
+ * registrations and telemetry every interval, keeps the job's events
+ * (c4d.c: store, webhooks, HTTP endpoints) and answers operators.
  */
 #define LOG_SUBSYS "master"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,93 +17,25 @@
 #include "daemon.h"
 #include "ingest.h"
 #include "log.h"
+#include "master.h"
 
-struct c4d_detect_conf {
-	int64_t interval;     /* ms */
-	int64_t hang_timeout; /* ms */
-	int64_t node_timeout; /* ms */
-	int64_t persist_k;
-	int64_t persist_n;
-	double min_slowdown;
-};
-
-static const struct cfg_field c4d_detect_fields[] = {
-	{"interval", CFG_DURATION, offsetof(struct c4d_detect_conf, interval),
-	 0, 100, 600000, "1s", NULL, "analysis period (agents report at it)"},
-	{"hang_timeout", CFG_DURATION,
-	 offsetof(struct c4d_detect_conf, hang_timeout), 0, 100, 3600000, "2s",
-	 NULL, "no op completes for this long: a hang"},
-	{"node_timeout", CFG_DURATION,
-	 offsetof(struct c4d_detect_conf, node_timeout), 0, 100, 3600000, "2s",
-	 NULL, "no data from a host for this long: node lost"},
-	{"persist_k", CFG_INT, offsetof(struct c4d_detect_conf, persist_k), 0,
-	 1, 16, "2", NULL, "an anomaly must be seen in k ..."},
-	{"persist_n", CFG_INT, offsetof(struct c4d_detect_conf, persist_n), 0,
-	 1, 16, "3", NULL, "... of the last n intervals"},
-	{"min_slowdown", CFG_DOUBLE,
-	 offsetof(struct c4d_detect_conf, min_slowdown), 0, 1.0, 100.0, "1.05",
-	 NULL, "least slowdown reported"},
-};
-
-static void
-c4d_detect_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
-{
-	struct c4d_detect_conf *c = obj;
-
-	if (c->persist_k > c->persist_n)
-		cfg_diag_add(d, at, "detection: persist_k above persist_n");
-}
-
-static const struct cfg_schema c4d_detect_schema = {
-	"detection", sizeof(struct c4d_detect_conf), c4d_detect_fields,
-	CFG_NFIELDS(c4d_detect_fields), c4d_detect_validate};
-
-struct c4d_conf {
-	char *job;
-	struct c4d_detect_conf detection;
-	struct srv_conf server;
-	struct cfg_list credentials;
-	struct dmn_log_conf log;
-};
-
-static const struct cfg_field c4d_fields[] = {
-	{"job", CFG_STR, offsetof(struct c4d_conf, job), CFG_REQUIRED, 0, 0,
-	 NULL, NULL, "the job this master serves"},
-	{"detection", CFG_SECTION, offsetof(struct c4d_conf, detection), 0, 0,
-	 0, NULL, &c4d_detect_schema, "the detection pipeline"},
-	SRV_CONF_FIELD(offsetof(struct c4d_conf, server)),
-	DMN_CREDS_FIELD(offsetof(struct c4d_conf, credentials)),
-	DMN_LOG_FIELD(offsetof(struct c4d_conf, log)),
-};
-
-static void
-c4d_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
-{
-	struct c4d_conf *c = obj;
-
-	if (c->server.listen == NULL)
-		cfg_diag_add(d, at, "server.listen is required");
-	auth_validate_list(&c->credentials, at, d);
-}
-
-static const struct cfg_schema c4d_schema = {
-	"c4d-master configuration", sizeof(struct c4d_conf), c4d_fields,
-	CFG_NFIELDS(c4d_fields), c4d_validate};
-
-struct c4d_state {
-	uint64_t comm_registrations;
-	uint64_t telemetry_batches;
-	uint64_t telemetry_records;
-	uint64_t dropped_records;
-	uint64_t agents;
+struct c4d_main {
+	struct c4d *m;
 	struct ingest *ingest;
 	struct event *tick;
+	char http_bound[256];
 };
 
 static const char *
 c4d_job_of(const void *conf)
 {
 	return ((const struct c4d_conf *)conf)->job;
+}
+
+static struct c4d_stats *
+c4d_main_stats(struct dmn *d)
+{
+	return c4d_stats(((struct c4d_main *)d->state)->m);
 }
 
 /* Agents and CCL clients of other jobs never reach this job's master. */
@@ -125,10 +58,8 @@ c4d_on_hello(struct srv_conn *c, const C4__Hello *h, struct msg_err *err,
 		return -1;
 	}
 	if (h->role == C4__ROLE__ROLE_AGENT) {
-		struct c4d_state *st = d->state;
-
-		st->agents++;
-		srv_conn_set_data(c, st);
+		c4d_main_stats(d)->agents++;
+		srv_conn_set_data(c, d->state);
 	}
 	return 0;
 }
@@ -137,67 +68,76 @@ static void
 c4d_on_close(struct srv_conn *c, void *arg)
 {
 	struct dmn *d = arg;
-	struct c4d_state *st = d->state;
 
-	if (srv_conn_get_data(c) == st)
-		st->agents--;
+	if (d->state != NULL && srv_conn_get_data(c) == d->state)
+		c4d_main_stats(d)->agents--;
 }
 
-/* Admin views of the job: its summary, ranks, and the delay matrix. */
+/* The job's summary for ADMIN_JOBS, built in the arena. */
 static int
-c4d_admin(struct dmn *d, struct srv_conn *c, const C4__Envelope *env,
-	  struct msg_err *err)
+c4d_reply_jobs(struct dmn *d, struct arena *a, C4__AdminReply *r)
 {
-	struct c4d_state *st = d->state;
+	struct c4d_main *cm = d->state;
+	const struct ingest_stats *is = ingest_get_stats(cm->ingest);
+	C4__JobInfo *j = arena_alloc(a, sizeof(*j));
+	C4__JobInfo **v = arena_alloc(a, sizeof(*v));
+
+	if (j == NULL || v == NULL)
+		return -1;
+	c4__job_info__init(j);
+	j->job_id = (char *)c4d_job_of(d->conf);
+	j->has_agents = j->has_ranks = j->has_comms = 1;
+	j->has_last_interval = j->has_open_events = 1;
+	j->agents = (uint32_t)c4d_main_stats(d)->agents;
+	j->ranks = ingest_ranks_known(cm->ingest);
+	j->comms = (uint32_t)is->comms;
+	j->last_interval = ingest_interval(cm->ingest);
+	j->open_events = (uint32_t)c4d_main_stats(d)->open;
+	v[0] = j;
+	r->jobs = v;
+	r->n_jobs = 1;
+	return 0;
+}
+
+/* Admin views: events (from memory), the job, its ranks, the matrix. */
+static int
+c4d_on_admin(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
+	     struct dmn *d)
+{
+	struct c4d_main *cm = d->state;
 	const C4__AdminRequest *q = env->admin_request;
 	C4__AdminReply r = C4__ADMIN_REPLY__INIT;
 	uint64_t comm = q->has_comm_hash ? q->comm_hash : 0;
 	struct arena a;
-	int rc = 0;
+	int rc;
 
+	if (q->op == C4__ADMIN_OP__ADMIN_EVENTS) {
+		c4d_reply_events(cm->m, q, &r);
+		srv_send(c, C4__MSG_TYPE__MSG_ADMIN_REPLY, &r, env->seq);
+		c4d_reply_free(&r);
+		return 0;
+	}
 	arena_init(&a);
 	r.has_op = 1;
 	r.op = q->op;
 	r.daemon = (char *)"c4d-master";
 	switch (q->op) {
-	case C4__ADMIN_OP__ADMIN_JOBS: {
-		const struct ingest_stats *is = ingest_get_stats(st->ingest);
-		C4__JobInfo *j = arena_alloc(&a, sizeof(*j));
-		C4__JobInfo **v = arena_alloc(&a, sizeof(*v));
-
-		if (j == NULL || v == NULL) {
-			rc = -1;
-			break;
-		}
-		c4__job_info__init(j);
-		j->job_id = (char *)c4d_job_of(d->conf);
-		j->has_agents = j->has_ranks = j->has_comms = 1;
-		j->has_last_interval = 1;
-		j->agents = (uint32_t)st->agents;
-		j->ranks = ingest_ranks_known(st->ingest);
-		j->comms = (uint32_t)is->comms;
-		j->last_interval = ingest_interval(st->ingest);
-		j->has_open_events = 1;
-		j->open_events =
-			(uint32_t)(is->events_open - is->events_resolved);
-		v[0] = j;
-		r.jobs = v;
-		r.n_jobs = 1;
+	case C4__ADMIN_OP__ADMIN_JOBS:
+		rc = c4d_reply_jobs(d, &a, &r);
 		break;
-	}
 	case C4__ADMIN_OP__ADMIN_RANKS:
-		rc = ingest_reply_ranks(st->ingest, comm, &a, &r);
+		rc = ingest_reply_ranks(cm->ingest, comm, &a, &r);
 		break;
 	case C4__ADMIN_OP__ADMIN_MATRIX:
-		rc = ingest_reply_matrix(st->ingest, comm, &a, &r);
+		rc = ingest_reply_matrix(cm->ingest, comm, &a, &r);
 		break;
 	default:
 		arena_free(&a);
-		return -1;
+		return -1; /* srv answers "not served" */
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		srv_send(c, C4__MSG_TYPE__MSG_ADMIN_REPLY, &r, env->seq);
-	else {
+	} else {
 		err->code = C4__ERROR_CODE__ERR_INTERNAL;
 		snprintf(err->text, sizeof(err->text), "out of memory");
 	}
@@ -210,9 +150,10 @@ c4d_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 	       void *arg)
 {
 	struct dmn *d = arg;
-	struct c4d_state *st = d->state;
-
+	struct c4d_main *cm = d->state;
+	struct c4d_stats *st = c4d_main_stats(d);
 	const char *job = c4d_job_of(d->conf), *claimed = NULL;
+	const C4__TelemetryBatch *b;
 
 	if (env->type == C4__MSG_TYPE__MSG_COMM_REGISTER)
 		claimed = env->comm_register->job_id;
@@ -230,17 +171,16 @@ c4d_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 	switch (env->type) {
 	case C4__MSG_TYPE__MSG_COMM_REGISTER:
 		st->comm_registrations++;
-		return ingest_register(st->ingest, env->comm_register, err);
+		return ingest_register(cm->ingest, env->comm_register, err);
 	case C4__MSG_TYPE__MSG_TELEMETRY:
+		b = env->telemetry;
 		st->telemetry_batches++;
 		st->telemetry_records +=
-			env->telemetry->n_colls + env->telemetry->n_conns +
-			env->telemetry->n_waits + env->telemetry->n_progress;
-		st->dropped_records += env->telemetry->dropped_records;
-		return ingest_telemetry(st->ingest, srv_conn_node(c),
-					env->telemetry, err);
+			b->n_colls + b->n_conns + b->n_waits + b->n_progress;
+		st->dropped_records += b->dropped_records;
+		return ingest_telemetry(cm->ingest, srv_conn_node(c), b, err);
 	case C4__MSG_TYPE__MSG_ADMIN_REQUEST:
-		return c4d_admin(d, c, env, err);
+		return c4d_on_admin(c, env, err, d);
 	default:
 		return -1; /* srv answers "not served" */
 	}
@@ -250,28 +190,11 @@ static void
 c4d_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 {
 	struct dmn *d = arg;
-	struct c4d_state *st = d->state;
-	const struct ingest_stats *is = ingest_get_stats(st->ingest);
+	struct c4d_main *cm = d->state;
+	struct c4d_stats *st = c4d_main_stats(d);
+	const struct ingest_stats *is = ingest_get_stats(cm->ingest);
 
 	(void)s;
-	srv_reply_counter(r, "intervals", is->ticks, "intervals analysed", 0);
-	srv_reply_counter(r, "hosts", is->hosts, "hosts known", 1);
-	srv_reply_counter(r, "comms", is->comms, "communicators known", 1);
-	srv_reply_counter(r, "comms_incomplete", is->comms_incomplete,
-			  "communicators with ranks not yet registered", 1);
-	srv_reply_counter(r, "windows_dropped", is->windows_dropped,
-			  "host intervals dropped: sent faster than analysed",
-			  0);
-	srv_reply_counter(r, "events_opened", is->events_open, "events opened",
-			  0);
-	srv_reply_counter(r, "events_updated", is->events_updated,
-			  "event updates", 0);
-	srv_reply_counter(r, "events_resolved", is->events_resolved,
-			  "events resolved", 0);
-	srv_reply_counter(r, "analysis_us_last", is->analysis_us_last,
-			  "time of the last analysis, microseconds", 1);
-	srv_reply_counter(r, "analysis_us_max", is->analysis_us_max,
-			  "longest analysis, microseconds", 1);
 	srv_reply_counter(r, "agents_connected", st->agents,
 			  "agent sessions open now", 1);
 	srv_reply_counter(r, "comm_registrations", st->comm_registrations,
@@ -282,27 +205,59 @@ c4d_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 			  "summaries in those batches", 0);
 	srv_reply_counter(r, "dropped_records", st->dropped_records,
 			  "summaries the senders reported lost on the way", 0);
+	srv_reply_counter(r, "intervals", is->ticks, "intervals analysed", 0);
+	srv_reply_counter(r, "hosts", is->hosts, "hosts known", 1);
+	srv_reply_counter(r, "comms", is->comms, "communicators known", 1);
+	srv_reply_counter(r, "comms_incomplete", is->comms_incomplete,
+			  "communicators with ranks not yet registered", 1);
+	srv_reply_counter(r, "windows_dropped", is->windows_dropped,
+			  "host intervals dropped: sent faster than analysed",
+			  0);
+	srv_reply_counter(r, "events_opened", is->events_open,
+			  "events opened by the detectors", 0);
+	srv_reply_counter(r, "events_updated", is->events_updated,
+			  "event updates by the detectors", 0);
+	srv_reply_counter(r, "events_resolved", is->events_resolved,
+			  "events resolved by the detectors", 0);
+	srv_reply_counter(r, "analysis_us_last", is->analysis_us_last,
+			  "time of the last analysis, microseconds", 1);
+	srv_reply_counter(r, "analysis_us_max", is->analysis_us_max,
+			  "longest analysis, microseconds", 1);
+	srv_reply_counter(r, "events_open", st->open, "events open now", 1);
+	srv_reply_counter(r, "events_published", st->published,
+			  "event transitions accepted", 0);
 }
 
-/* Receives every event transition of the pipeline. */
+/* Every transition of the pipeline goes to the store and the webhooks. */
 static void
-c4d_publish(void *arg, const C4__Event *ev)
+c4d_publish_cb(void *arg, const C4__Event *ev)
 {
-	(void)arg;
-	(void)ev;
+	struct c4d_main *cm = arg;
+
+	if (c4d_publish(cm->m, ev) < 0)
+		log_warnx("event %s: not published", ev->id);
+}
+
+static void
+c4d_adopt_cb(const C4__Event *ev, void *arg)
+{
+	struct c4d_main *cm = arg;
+
+	if (ingest_adopt(cm->ingest, ev) < 0)
+		log_warnx("event %s: cannot be continued; it stays open",
+			  ev->id);
 }
 
 static void
 c4d_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct dmn *d = arg;
-	struct c4d_state *st = d->state;
+	struct c4d_main *cm = arg;
 	struct timespec ts;
 
 	(void)fd;
 	(void)what;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ingest_tick(st->ingest,
+	ingest_tick(cm->ingest,
 		    (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
 }
 
@@ -316,12 +271,15 @@ static int
 c4d_start(struct dmn *d)
 {
 	const struct c4d_conf *c = d->conf;
+	struct c4d_main *cm = calloc(1, sizeof(*cm));
 	struct ingest_params p;
-	struct c4d_state *st;
 	struct timeval tv;
 
-	st = d->state = calloc(1, sizeof(struct c4d_state));
-	if (st == NULL)
+	if (cm == NULL)
+		return -1;
+	d->state = cm;
+	if (c4d_open(&cm->m, d->base, d->conf, d->srv, cm->http_bound,
+		     sizeof(cm->http_bound)) < 0)
 		return -1;
 	memset(&p, 0, sizeof(p));
 	p.interval_ms = c->detection.interval;
@@ -332,26 +290,56 @@ c4d_start(struct dmn *d)
 	p.persist_k = (unsigned)c->detection.persist_k;
 	p.persist_n = (unsigned)c->detection.persist_n;
 	p.min_slowdown = c->detection.min_slowdown;
-	st->ingest = ingest_new(c->job, &p, c4d_publish, d);
-	st->tick = event_new(d->base, -1, EV_PERSIST, c4d_tick_cb, d);
-	if (st->ingest == NULL || st->tick == NULL)
+	cm->ingest = ingest_new(c->job, &p, c4d_publish_cb, cm);
+	cm->tick = event_new(d->base, -1, EV_PERSIST, c4d_tick_cb, cm);
+	if (cm->ingest == NULL || cm->tick == NULL)
 		return -1;
+	/* Events open at the last stop continue under their ids. */
+	c4d_each_open(cm->m, c4d_adopt_cb, cm);
 	tv.tv_sec = c->detection.interval / 1000;
 	tv.tv_usec = (c->detection.interval % 1000) * 1000;
-	return event_add(st->tick, &tv);
+	return event_add(cm->tick, &tv);
+}
+
+/* Reports the HTTP address next to server.listen (C4_LISTEN=). */
+static int
+c4d_listen(struct dmn *d, char *bound, size_t len)
+{
+	struct c4d_main *cm = d->state;
+
+	if (cm->http_bound[0] != '\0')
+		snprintf(bound, len, "http://%s", cm->http_bound);
+	return 0;
+}
+
+/* The store, webhooks, HTTP and the detectors keep what they started with. */
+static void
+c4d_reload(struct dmn *d, const void *old)
+{
+	const struct c4d_conf *o = old, *n = d->conf;
+
+	if (strcmp(o->state_dir ?: "", n->state_dir ?: "") != 0 ||
+	    strcmp(o->http.listen ?: "", n->http.listen ?: "") != 0 ||
+	    o->webhooks.n != n->webhooks.n ||
+	    o->events.keep_resolved != n->events.keep_resolved ||
+	    memcmp(&o->detection, &n->detection, sizeof(o->detection)) != 0)
+		log_warnx("reload: state_dir, webhooks, http, events and "
+			  "detection changes take a restart");
 }
 
 static void
 c4d_stop(struct dmn *d)
 {
-	struct c4d_state *st = d->state;
+	struct c4d_main *cm = d->state;
 
-	if (st == NULL)
+	if (cm == NULL)
 		return;
-	if (st->tick != NULL)
-		event_free(st->tick);
-	ingest_free(st->ingest);
-	free(st);
+	if (cm->tick != NULL)
+		event_free(cm->tick);
+	ingest_free(cm->ingest);
+	if (cm->m != NULL)
+		c4d_close(cm->m);
+	free(cm);
 	d->state = NULL;
 }
 
@@ -365,6 +353,8 @@ static const struct dmn_spec c4d_spec = {
 	.role = C4__ROLE__ROLE_MASTER,
 	.job_of = c4d_job_of,
 	.start = c4d_start,
+	.listen = c4d_listen,
+	.reload = c4d_reload,
 	.stop = c4d_stop,
 	.ops =
 		{
@@ -379,7 +369,6 @@ int
 main(int argc, char **argv)
 {
 	struct dmn_spec spec = c4d_spec;
-	int rc = dmn_main(argc, argv, &spec);
 
-	return rc;
+	return dmn_main(argc, argv, &spec);
 }

@@ -1004,10 +1004,33 @@ cfg_print_field(FILE *fp, const struct cfg_field *f, const void *obj,
 		fputs("]\n", fp);
 		return;
 	}
-	case CFG_SECTION:
-		fprintf(fp, "%*s%s:\n", indent, "", f->key);
-		cfg_print_mapping(fp, f->sub, slot, indent + 2, 0);
+	case CFG_SECTION: {
+		/*
+		 * A section whose keys are all unset prints "key: {}": a bare
+		 * "key:" would read back as a scalar, not a mapping.
+		 */
+		char *body = NULL;
+		size_t len = 0;
+		FILE *mem = open_memstream(&body, &len);
+
+		if (mem != NULL) {
+			cfg_print_mapping(mem, f->sub, slot, indent + 2, 0);
+			if (fclose(mem) != 0)
+				len = 0;
+		}
+		if (mem != NULL && len == 0) {
+			fprintf(fp, "%*s%s: {}\n", indent, "", f->key);
+		} else {
+			fprintf(fp, "%*s%s:\n", indent, "", f->key);
+			if (mem != NULL)
+				fputs(body, fp);
+			else
+				cfg_print_mapping(fp, f->sub, slot, indent + 2,
+						  0);
+		}
+		free(body);
 		return;
+	}
 	case CFG_LIST: {
 		const struct cfg_schema *sub = f->sub;
 		const struct cfg_list *l =

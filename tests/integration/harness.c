@@ -98,7 +98,11 @@ th_parse_listen(struct th_daemon *d, const char *msg)
 	copy[strcspn(copy, "\n")] = '\0';
 	for (tok = strtok_r(copy, " ", &save); tok;
 	     tok = strtok_r(NULL, " ", &save)) {
-		if (strncmp(tok, "unix:", 5) == 0) {
+		if (strncmp(tok, "http://", 7) == 0) {
+			if (d->http[0] == '\0')
+				snprintf(d->http, sizeof(d->http), "%s",
+					 tok + 7);
+		} else if (strncmp(tok, "unix:", 5) == 0) {
 			if (d->unix_path[0] == '\0')
 				snprintf(d->unix_path, sizeof(d->unix_path),
 					 "%s", tok + 5);

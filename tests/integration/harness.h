@@ -26,6 +26,7 @@ struct th_daemon {
 	char log[256];
 	char tcp[256];		  /* first host:port it listens on */
 	char unix_path[PATH_MAX]; /* a unix socket it listens on, if any */
+	char http[256];		  /* host:port of its HTTP endpoints, if any */
 };
 
 /* Absolute path of a built program, e.g. "daemons/c4d-master/c4d-master". */

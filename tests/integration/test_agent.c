@@ -62,6 +62,7 @@ start_master(struct th_daemon *d, const char *job, const char *listen)
 
 	snprintf(conf, sizeof(conf),
 		 "job: %s\n"
+		 "state_dir: @DIR@\n"
 		 "server:\n"
 		 "  listen: %s\n"
 		 "  heartbeat: 500ms\n"

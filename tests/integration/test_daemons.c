@@ -23,6 +23,7 @@
 #define TIMEOUT_MS  10000
 
 static const char master_conf[] = "job: job-42\n"
+				  "state_dir: @DIR@\n"
 				  "server:\n"
 				  "  listen: 127.0.0.1:0\n"
 				  "  hello_timeout: 500ms\n"
