@@ -20,17 +20,11 @@
 #include "json.h"
 #include "msg.h"
 
+#include "ctl.h"
+
 #define CTL_DEFAULT_SERVER "127.0.0.1:7410"
 #define CTL_TOKEN_FILE	   C4_SYSCONFDIR "/ctl.token"
 #define CTL_PING_MAX	   100000
-
-struct ctl {
-	const char *server;
-	const char *token;
-	int json;
-	int timeout_ms;
-	struct cli cli;
-};
 
 static void
 ctl_usage(FILE *fp)
@@ -43,6 +37,14 @@ ctl_usage(FILE *fp)
 		"  ping [-c COUNT]   heartbeat round trips to the daemon\n"
 		"  status            the daemon's identity, uptime and "
 		"counters\n"
+		"c4p-master:\n"
+		"  paths SRC DST     catalog paths between two NICs (HOST/NIC "
+		"or IP)\n"
+		"  links             leaf-spine links: state, QPs, load\n"
+		"  link set down|up LINK   take a link down or up\n"
+		"  alloc [--job JOB] allocations (of one job)\n"
+		"  fabric [--svg FILE]   utilisation: table, or an SVG "
+		"picture\n"
 		"options:\n"
 		"  -s ADDR   daemon address (default $C4_SERVER or %s)\n"
 		"  -t TOKEN  credential (default $C4_TOKEN, or the first line "
@@ -80,7 +82,7 @@ ctl_now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int
+int
 ctl_connect(struct ctl *c)
 {
 	struct cli_hello h = {C4__ROLE__ROLE_CTL, c->token, NULL, NULL};
@@ -354,6 +356,10 @@ main(int argc, char **argv)
 		rc = ctl_ping(&c, argc, argv);
 	} else if (strcmp(cmd, "status") == 0 && argc == 1) {
 		rc = ctl_status(&c);
+	} else if (strcmp(cmd, "paths") == 0 || strcmp(cmd, "links") == 0 ||
+		   strcmp(cmd, "link") == 0 || strcmp(cmd, "alloc") == 0 ||
+		   strcmp(cmd, "fabric") == 0) {
+		rc = ctl_c4p(&c, cmd, argc, argv);
 	} else {
 		fprintf(stderr, "c4ctl: unknown command or arguments: %s\n",
 			cmd);

@@ -353,6 +353,28 @@ fail:
 	return -1;
 }
 
+/*
+ * A reload applies lease, log level and credentials; the fabric, the
+ * state folder and the hash model are the allocator's ground and change
+ * only with a restart.
+ */
+static void
+c4p_reload(struct dmn *d, const void *old)
+{
+	struct c4p *p = d->state;
+	const struct c4p_conf *o = old, *n = d->conf;
+
+	if (p == NULL)
+		return;
+	p->conf = n;
+	if (strcmp(o->topology, n->topology) != 0 ||
+	    strcmp(o->state_dir, n->state_dir) != 0 ||
+	    o->hash_seed != n->hash_seed || o->sync_full != n->sync_full)
+		log_warnx("reload: topology, state_dir, hash_seed and "
+			  "sync_full changes take a restart; still using %s",
+			  o->topology);
+}
+
 static void
 c4p_stop(struct dmn *d)
 {
@@ -372,6 +394,7 @@ main(int argc, char **argv)
 		.off_log = offsetof(struct c4p_conf, log),
 		.role = C4__ROLE__ROLE_MASTER,
 		.start = c4p_start,
+		.reload = c4p_reload,
 		.stop = c4p_stop,
 		.ops =
 			{

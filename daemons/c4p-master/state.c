@@ -357,7 +357,10 @@ state_queue(struct state *s, struct state_op *op)
 		event_active(s->done_ev, EV_WRITE, 0);
 		return s->next_seq;
 	}
-	op->seq = ++s->next_seq;
+	uint64_t seq = ++s->next_seq;
+
+	op->seq = seq;
+	/* op belongs to the writer once queued: never read it after. */
 	pthread_mutex_lock(&s->mu);
 	if (s->tail != NULL)
 		s->tail->next = op;
@@ -366,7 +369,7 @@ state_queue(struct state *s, struct state_op *op)
 	s->tail = op;
 	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
-	return op->seq;
+	return seq;
 }
 
 /* ---- public

@@ -64,6 +64,11 @@ th_write_config(struct th_daemon *d, const char *config)
 		if (strncmp(p, "@DIR@", 5) == 0) {
 			fputs(d->dir, fp);
 			p += 5;
+		} else if (strncmp(p, "@SRC@", 5) == 0) {
+			const char *src = getenv("C4_SOURCE_ROOT");
+
+			fputs(src ? src : ".", fp);
+			p += 5;
 		} else {
 			fputc(*p++, fp);
 		}
@@ -228,6 +233,20 @@ th_stop(struct th_daemon *d)
 	}
 	close(d->notify_fd);
 	return rc;
+}
+
+int
+th_kill(struct th_daemon *d)
+{
+	int status;
+
+	if (d->pid <= 0)
+		return -1;
+	kill(d->pid, SIGKILL);
+	waitpid(d->pid, &status, 0);
+	d->pid = -1;
+	close(d->notify_fd);
+	return 0;
 }
 
 int

@@ -34,7 +34,8 @@ const char *th_bin(const char *relpath);
 const char *th_data(const char *relpath);
 
 /*
- * Writes config (where "@DIR@" stands for the daemon's directory) and
+ * Writes config (where "@DIR@" stands for the daemon's directory and
+ * "@SRC@" for the source tree, $C4_SOURCE_ROOT) and
  * starts the daemon; returns 0 once it is ready, -1 otherwise (its log is
  * printed to stderr).
  */
@@ -43,6 +44,8 @@ int th_start(struct th_daemon *d, const char *name, const char *config);
 int th_wait_ready(struct th_daemon *d);
 /* SIGTERM; returns the exit status, or -1 if it had to be killed. */
 int th_stop(struct th_daemon *d);
+/* SIGKILL (no clean exit: a crash), reaped; 0 or -1 if not running. */
+int th_kill(struct th_daemon *d);
 /* Is the process still running? */
 int th_alive(struct th_daemon *d);
 /* Does its log contain s? */
