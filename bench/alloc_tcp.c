@@ -16,7 +16,9 @@
  *                     with a release of the job, not timed);
  *   tcp_single_*      one request (one connection's QPs) per round trip:
  *                     latency p50/p99 and the request rate, --single
- *                     requests, each new (allocated and committed).
+ *                     requests, each new (allocated and committed);
+ *   tcp_heartbeat_*   heartbeat round trips on the same session: the
+ *                     floor of loopback, libevent and scheduling here.
  *
  * stdout: only "metric <name> <value> <unit>" lines; progress on stderr.
  */
@@ -369,6 +371,24 @@ main(int argc, char **argv)
 	       lat[(size_t)(b.single * 0.99)]);
 	printf("metric tcp_single_max_us %.1f us\n", lat[b.single - 1]);
 	printf("metric tcp_single_qps_per_req %u QPs\n", b.qps);
+	/* The floor: heartbeat round trips on the same session. */
+	for (unsigned i = 0; i < b.single; i++) {
+		C4__Heartbeat hb = C4__HEARTBEAT__INIT;
+		C4__Envelope *env;
+		double s = bt_now();
+
+		hb.has_nonce = 1;
+		hb.nonce = i + 1;
+		env = cli_call(&c.cli, C4__MSG_TYPE__MSG_HEARTBEAT, &hb);
+		if (env == NULL)
+			goto out_c;
+		msg_free(env);
+		lat[i] = (bt_now() - s) * 1e6;
+	}
+	qsort(lat, b.single, sizeof(*lat), bt_cmp_double);
+	printf("metric tcp_heartbeat_p50_us %.1f us\n", lat[b.single / 2]);
+	printf("metric tcp_heartbeat_p99_us %.1f us\n",
+	       lat[(size_t)(b.single * 0.99)]);
 	rc = 0;
 out_c:
 	c4p_client_close(&c);

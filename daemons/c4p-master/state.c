@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -36,6 +37,8 @@
 
 #define STATE_SCHEMA_VERSION 1
 #define STATE_BUSY_MS	     5000
+#define STATE_STMTS_MAX	     16
+#define STATE_CHECKPOINT_MS  1000 /* WAL copied back into the file */
 
 enum state_op_kind {
 	ST_JOB,
@@ -77,9 +80,18 @@ struct state_op {
 	struct catalog_key ck;
 };
 
+struct state_stmt {
+	const char *sql; /* a string literal: compared by address */
+	sqlite3_stmt *st;
+};
+
 struct state {
 	sqlite3 *db;
-	pthread_t thr;
+	struct state_stmt stmts[STATE_STMTS_MAX]; /* writer thread only */
+	char path[4096];
+	pthread_t thr, ckpt_thr;
+	bool ckpt_started;
+	pthread_cond_t ckpt_cv; /* under mu, with stop */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct state_op *head, *tail;
@@ -94,7 +106,7 @@ struct state {
 };
 
 static const char state_ddl[] =
-	"PRAGMA journal_mode=WAL;"
+	"PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;"
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
 	"CREATE TABLE IF NOT EXISTS job(id INTEGER PRIMARY KEY,"
 	" name TEXT UNIQUE NOT NULL);"
@@ -124,16 +136,39 @@ state_exec(sqlite3 *db, const char *sql, const char *what)
 	return 0;
 }
 
-/* Runs sql with up to three integer/text parameters (text first if key). */
+/* The writer's prepared statement for sql (prepared once, kept). */
+static sqlite3_stmt *
+state_stmt(struct state *s, const char *sql)
+{
+	for (int i = 0; i < STATE_STMTS_MAX; i++) {
+		struct state_stmt *e = &s->stmts[i];
+
+		if (e->sql == sql)
+			return e->st;
+		if (e->sql == NULL) {
+			if (sqlite3_prepare_v3(s->db, sql, -1,
+					       SQLITE_PREPARE_PERSISTENT,
+					       &e->st, NULL) != SQLITE_OK)
+				return NULL;
+			e->sql = sql;
+			return e->st;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Runs sql (a string literal) with the key as text, then nv integers,
+ * then a blob, bound in that order.  0 or -1.
+ */
 static int
-state_run(sqlite3 *db, const char *sql, const char *key, const int64_t *v,
+state_run(struct state *s, const char *sql, const char *key, const int64_t *v,
 	  int nv, const void *blob, size_t bloblen)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st = state_stmt(s, sql);
 	int i = 1, rc = -1;
 
-	if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st,
-			       NULL) != SQLITE_OK)
+	if (st == NULL)
 		goto out;
 	if (key != NULL)
 		sqlite3_bind_text(st, i++, key, -1, SQLITE_STATIC);
@@ -143,17 +178,19 @@ state_run(sqlite3 *db, const char *sql, const char *key, const int64_t *v,
 		sqlite3_bind_blob(st, i++, blob, (int)bloblen, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_DONE)
 		rc = 0;
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 out:
 	if (rc < 0)
-		log_errx("store: %s: %s", sql, sqlite3_errmsg(db));
-	sqlite3_finalize(st);
+		log_errx("store: %s: %s", sql, sqlite3_errmsg(s->db));
 	return rc;
 }
 
 /* Rewrites one QP of a stored request after a move. */
 static int
-state_apply_move(sqlite3 *db, const struct state_op *op)
+state_apply_move(struct state *s, const struct state_op *op)
 {
+	sqlite3 *db = s->db;
 	const struct alloc_change *c = &op->ch;
 	sqlite3_stmt *st = NULL;
 	struct state_qp *q = NULL;
@@ -187,7 +224,7 @@ state_apply_move(sqlite3 *db, const struct state_op *op)
 			e->down = c->new_path.down;
 		}
 	}
-	rc = state_run(db, "UPDATE req SET qps = ?2 WHERE key = ?1", op->key,
+	rc = state_run(s, "UPDATE req SET qps = ?2 WHERE key = ?1", op->key,
 		       NULL, 0, q, n * sizeof(*q));
 out:
 	if (st != NULL)
@@ -197,14 +234,14 @@ out:
 }
 
 static int
-state_apply(sqlite3 *db, const struct state_op *op)
+state_apply(struct state *s, const struct state_op *op)
 {
 	int64_t v[4];
 
 	switch (op->kind) {
 	case ST_JOB:
 		v[0] = (int64_t)op->a;
-		return state_run(db,
+		return state_run(s,
 				 "INSERT OR REPLACE INTO job(name, id) "
 				 "VALUES (?, ?)",
 				 op->key, v, 1, NULL, 0);
@@ -212,33 +249,33 @@ state_apply(sqlite3 *db, const struct state_op *op)
 		v[0] = (int64_t)op->a;
 		v[1] = (int64_t)op->b;
 		v[2] = (int64_t)op->n;
-		return state_run(db,
+		return state_run(s,
 				 "INSERT OR REPLACE INTO req(key, job, "
 				 "expires, nqp, qps) VALUES (?, ?, ?, ?, ?)",
 				 op->key, v, 3, op->blob,
 				 op->n * sizeof(struct state_qp));
 	case ST_RENEW:
 		v[0] = (int64_t)op->b;
-		return state_run(db,
+		return state_run(s,
 				 "UPDATE req SET expires = ?2 WHERE key = ?1",
 				 op->key, v, 1, NULL, 0);
 	case ST_DEL:
-		return state_run(db, "DELETE FROM req WHERE key = ?", op->key,
+		return state_run(s, "DELETE FROM req WHERE key = ?", op->key,
 				 NULL, 0, NULL, 0);
 	case ST_DEL_JOB:
 		v[0] = (int64_t)op->a;
-		return state_run(db, "DELETE FROM req WHERE job = ?", NULL, v,
-				 1, NULL, 0);
+		return state_run(s, "DELETE FROM req WHERE job = ?", NULL, v, 1,
+				 NULL, 0);
 	case ST_EXPIRE:
 		v[0] = (int64_t)op->a;
-		return state_run(db, "DELETE FROM req WHERE expires <= ?", NULL,
+		return state_run(s, "DELETE FROM req WHERE expires <= ?", NULL,
 				 v, 1, NULL, 0);
 	case ST_MOVE:
-		return state_apply_move(db, op);
+		return state_apply_move(s, op);
 	case ST_LINK:
 		v[0] = (int64_t)op->a;
 		v[1] = (int64_t)op->b;
-		return state_run(db,
+		return state_run(s,
 				 "INSERT OR REPLACE INTO link(id, up) "
 				 "VALUES (?, ?)",
 				 NULL, v, 2, NULL, 0);
@@ -246,7 +283,7 @@ state_apply(sqlite3 *db, const struct state_op *op)
 		v[0] = op->ck.sip;
 		v[1] = op->ck.dip;
 		v[2] = op->ck.side;
-		return state_run(db,
+		return state_run(s,
 				 "INSERT OR REPLACE INTO catalog(sip, dip, "
 				 "side, recs) VALUES (?, ?, ?, ?)",
 				 NULL, v, 3, op->blob,
@@ -286,7 +323,7 @@ state_main(void *arg)
 		if (state_exec(s->db, "BEGIN", "store: begin") < 0)
 			ok = 0;
 		for (op = batch; ok && op != NULL; op = op->next)
-			if (state_apply(s->db, op) < 0)
+			if (state_apply(s, op) < 0)
 				ok = 0;
 		if (ok && state_exec(s->db, "COMMIT", "store: commit") < 0)
 			ok = 0;
@@ -307,6 +344,49 @@ state_main(void *arg)
 		pthread_mutex_unlock(&s->mu);
 		event_active(s->done_ev, EV_WRITE, 0);
 	}
+	return NULL;
+}
+
+/*
+ * The checkpointer: every STATE_CHECKPOINT_MS, on its own connection,
+ * copies committed WAL frames back into the database file (PASSIVE: it
+ * never blocks the writer).  The writer's own automatic checkpoints are
+ * off, so an fsync of the database file never delays an answer.
+ */
+static void *
+state_ckpt_main(void *arg)
+{
+	struct state *s = arg;
+	sqlite3 *db = NULL;
+
+	if (sqlite3_open_v2(s->path, &db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
+		log_warnx("store: checkpointer: %s", sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return NULL;
+	}
+	pthread_mutex_lock(&s->mu);
+	while (!s->stop) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += STATE_CHECKPOINT_MS / 1000;
+		ts.tv_nsec += (long)(STATE_CHECKPOINT_MS % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&s->ckpt_cv, &s->mu, &ts);
+		if (s->stop)
+			break;
+		pthread_mutex_unlock(&s->mu);
+		sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+					  NULL, NULL);
+		pthread_mutex_lock(&s->mu);
+	}
+	pthread_mutex_unlock(&s->mu);
+	sqlite3_close(db);
 	return NULL;
 }
 
@@ -381,7 +461,7 @@ state_open(const char *dir, bool sync_full, struct event_base *base,
 	   size_t errlen)
 {
 	struct state *s = calloc(1, sizeof(*s));
-	char path[4096];
+	char *path;
 
 	if (s == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -389,10 +469,12 @@ state_open(const char *dir, bool sync_full, struct event_base *base,
 	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
+	pthread_cond_init(&s->ckpt_cv, NULL);
 	s->base = base;
 	s->cb = committed;
 	s->cb_arg = arg;
-	snprintf(path, sizeof(path), "%s/%s", dir, C4P_DB_NAME);
+	path = s->path;
+	snprintf(s->path, sizeof(s->path), "%s/%s", dir, C4P_DB_NAME);
 	if (sqlite3_open_v2(path, &s->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 				    SQLITE_OPEN_NOMUTEX,
@@ -625,6 +707,11 @@ state_load(struct state *s, struct c4p *p, char *err, size_t errlen)
 		return -1;
 	}
 	s->started = true;
+	if (pthread_create(&s->ckpt_thr, NULL, state_ckpt_main, s) != 0) {
+		snprintf(err, errlen, "cannot start the checkpoint thread");
+		return -1;
+	}
+	s->ckpt_started = true;
 	return 0;
 }
 
@@ -783,13 +870,17 @@ state_close(struct state *s)
 
 	if (s == NULL)
 		return;
-	if (s->started) {
-		pthread_mutex_lock(&s->mu);
-		s->stop = true;
-		pthread_cond_signal(&s->cv);
-		pthread_mutex_unlock(&s->mu);
+	pthread_mutex_lock(&s->mu);
+	s->stop = true;
+	pthread_cond_signal(&s->cv);
+	pthread_cond_signal(&s->ckpt_cv);
+	pthread_mutex_unlock(&s->mu);
+	if (s->started)
 		pthread_join(s->thr, NULL);
-	}
+	if (s->ckpt_started)
+		pthread_join(s->ckpt_thr, NULL);
+	for (int i = 0; i < STATE_STMTS_MAX; i++)
+		sqlite3_finalize(s->stmts[i].st);
 	for (op = s->head; op != NULL; op = nx) {
 		nx = op->next;
 		state_op_free(op);
@@ -799,6 +890,7 @@ state_close(struct state *s)
 	if (s->db != NULL)
 		sqlite3_close(s->db);
 	pthread_cond_destroy(&s->cv);
+	pthread_cond_destroy(&s->ckpt_cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }
