@@ -285,6 +285,28 @@ admin_link_set(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 			 "link set: out of memory");
 		return -1;
 	}
+	/*
+	 * A cable back up: stranded QPs were placed again above; now move
+	 * QPs whose worst cable gets strictly less loaded (rebalancing).
+	 */
+	if (up) {
+		struct alloc_change *rb = NULL;
+		size_t nrb = 0;
+
+		if (alloc_rebalance(p->alloc, C4P_REBALANCE_MOVES, &rb, &nrb) ==
+			    0 &&
+		    nrb > 0) {
+			struct alloc_change *all =
+				realloc(ch, (nch + nrb) * sizeof(*all));
+
+			if (all != NULL) {
+				memcpy(all + nch, rb, nrb * sizeof(*rb));
+				ch = all;
+				nch += nrb;
+			}
+		}
+		free(rb);
+	}
 	p->st.link_changes++;
 	seq = state_link(p->store, link, up);
 	snprintf(reason, sizeof(reason), "link %s %s", q->link_id,

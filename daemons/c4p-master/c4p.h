@@ -32,6 +32,7 @@
 #define C4P_ALLOCS_MAX	     20000 /* QPs in one ADMIN_ALLOCS reply */
 #define C4P_JOBS_MAX	     (1u << 20)
 #define C4P_KEY_MAX	     ALLOC_REQID_MAX /* "<job id>/<request id>" */
+#define C4P_REBALANCE_MOVES  10000 /* QPs moved when a cable comes back */
 
 struct c4p_conf {
 	struct srv_conf server;
