@@ -106,15 +106,14 @@ struct state {
 };
 
 static const char state_ddl[] =
-	"PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;"
+	"PRAGMA page_size=1024; PRAGMA journal_mode=WAL;"
+	"PRAGMA wal_autocheckpoint=0;"
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
 	"CREATE TABLE IF NOT EXISTS job(id INTEGER PRIMARY KEY,"
 	" name TEXT UNIQUE NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS req(key TEXT PRIMARY KEY,"
 	" job INTEGER NOT NULL, expires INTEGER NOT NULL,"
 	" nqp INTEGER NOT NULL, qps BLOB NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS req_job ON req(job);"
-	"CREATE INDEX IF NOT EXISTS req_expires ON req(expires);"
 	"CREATE TABLE IF NOT EXISTS link(id INTEGER PRIMARY KEY,"
 	" up INTEGER NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS catalog(sip INTEGER, dip INTEGER,"
