@@ -106,7 +106,7 @@ struct state {
 };
 
 static const char state_ddl[] =
-	"PRAGMA page_size=1024; PRAGMA journal_mode=WAL;"
+	"PRAGMA journal_mode=WAL;"
 	"PRAGMA wal_autocheckpoint=0;"
 	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
 	"CREATE TABLE IF NOT EXISTS job(id INTEGER PRIMARY KEY,"
