@@ -281,6 +281,9 @@ c4p_free(struct c4p *p)
 		struct c4p_pend *pe = p->pend_head;
 
 		p->pend_head = pe->next;
+		/* every session is closed by now: the last reference frees */
+		if (--pe->sess->pending == 0 && pe->sess->conn == NULL)
+			free(pe->sess);
 		arena_free(&pe->arena);
 		free(pe);
 	}
