@@ -411,6 +411,72 @@ START_TEST(test_kill9_restart_recovers)
 }
 END_TEST
 
+/* ProbeResult goes into the catalog and the store; QpLoadUpdate counted. */
+START_TEST(test_probe_result_and_qp_load)
+{
+	static const char want[] =
+		"{\"side\":\"left\",\"sport\":60001,\"src_leaf\":\"leaf0\","
+		"\"spine\":\"spine3\",\"dst_leaf\":\"leaf2\",\"healthy\":"
+		"true,\"origin\":\"probe\"}";
+	char dir[] = "/tmp/c4p-probe-XXXXXX", conf[2048], out[65536];
+	C4__ProbeResult pr = C4__PROBE_RESULT__INIT;
+	C4__ProbePath pp = C4__PROBE_PATH__INIT, *ppv[1] = {&pp};
+	C4__QpLoadUpdate lu = C4__QP_LOAD_UPDATE__INIT;
+	C4__QpLoad q = C4__QP_LOAD__INIT, *qv[1] = {&q};
+	C4__Heartbeat hb = C4__HEARTBEAT__INIT;
+	struct th_daemon d;
+	struct c4p_client a;
+	C4__Envelope *env;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	conf_text(conf, sizeof(conf), dir);
+	ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
+	ck_assert_int_eq(c4p_client_connect(&a, d.tcp, CCL_TOKEN, NULL,
+					    C4__ROLE__ROLE_AGENT, TIMEOUT_MS),
+			 0);
+	pr.has_task_id = 1;
+	pr.task_id = 1;
+	pr.src_ip = (char *)"10.0.0.1";
+	pr.dst_ip = (char *)"10.0.5.1";
+	pp.has_sport = 1;
+	pp.sport = 60001;
+	pp.src_leaf = (char *)"leaf0";
+	pp.spine = (char *)"spine3";
+	pp.dst_leaf = (char *)"leaf2";
+	pr.paths = ppv;
+	pr.n_paths = 1;
+	ck_assert_int_eq(
+		cli_send(&a.cli, C4__MSG_TYPE__MSG_PROBE_RESULT, &pr, NULL), 0);
+	lu.job_id = (char *)"job-q";
+	q.request_id = (char *)"r1";
+	q.has_udp_sport = 1;
+	q.udp_sport = 60001;
+	lu.qps = qv;
+	lu.n_qps = 1;
+	ck_assert_int_eq(cli_send(&a.cli, C4__MSG_TYPE__MSG_QP_LOAD, &lu, NULL),
+			 0);
+	/* Frames are handled in order: the echo comes after both. */
+	env = cli_call(&a.cli, C4__MSG_TYPE__MSG_HEARTBEAT, &hb);
+	ck_assert_msg(env != NULL, "%s", a.cli.err);
+	msg_free(env);
+	ck_assert_int_eq(counter(&d, "probe_paths"), 1);
+	ck_assert_int_eq(counter(&d, "qp_load_qps"), 1);
+	ck_assert_int_eq(ctl(&d, out, sizeof(out), "-o", "json", "paths",
+			     "host0/nic0", "host5/nic0"),
+			 0);
+	ck_assert_msg(strstr(out, want) != NULL, "%s", out);
+	c4p_client_close(&a);
+	ck_assert_int_eq(th_stop(&d), 0);
+	/* Stored: back after a restart. */
+	ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
+	ck_assert_int_eq(ctl(&d, out, sizeof(out), "-o", "json", "paths",
+			     "host0/nic0", "host5/nic0"),
+			 0);
+	ck_assert_msg(strstr(out, want) != NULL, "%s", out);
+	ck_assert_int_eq(th_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(test_bad_topology_positions)
 {
 	char conf[PATH_MAX], topo[PATH_MAX], out[8192], err[8192], want[8192];
@@ -465,6 +531,7 @@ c4p_suite(void)
 	tcase_add_test(tc, test_alloc_retry_release_and_bad_requests);
 	tcase_add_test(tc, test_link_down_reassigns_holder);
 	tcase_add_test(tc, test_kill9_restart_recovers);
+	tcase_add_test(tc, test_probe_result_and_qp_load);
 	tcase_add_test(tc, test_bad_topology_positions);
 	suite_add_tcase(s, tc);
 	return s;
