@@ -2,7 +2,7 @@
  * state.c - the c4p-master's SQLite store (state_dir/c4p-master.db).
  *
  * Tables: job (id, name); req (one row per request: key, job, lease end,
- * QP count and a blob of its QPs); link (cables that are down); catalog
+ * QP count and a blob of its QPs); link (cable health); catalog
  * (records learnt from probes; hash-model records are recomputed).
  *
  * The event loop never touches the database after start: every change is
@@ -15,6 +15,11 @@
  * slot out twice.  With synchronous=NORMAL a commit survives the process
  * dying; sync_full (synchronous=FULL) also survives power loss, at the
  * cost of an fsync per group.
+ *
+ * Checkpoints never run inside a commit: a checkpointer thread on its own
+ * connection copies the WAL back every STATE_CHECKPOINT_MS, and the writer
+ * completes a checkpoint itself when the WAL passes STATE_WAL_MAX_FRAMES
+ * and nothing waits, so that the WAL starts over instead of growing.
  *
  * A write that fails is fatal: the loop is stopped, since a master that
  * cannot record allocations must not answer with them.
@@ -35,10 +40,18 @@
 #include "c4p.h"
 #include "log.h"
 
-#define STATE_SCHEMA_VERSION 1
-#define STATE_BUSY_MS	     5000
-#define STATE_STMTS_MAX	     16
-#define STATE_CHECKPOINT_MS  1000 /* WAL copied back into the file */
+#define STATE_SCHEMA_VERSION   1
+#define STATE_BUSY_MS	       5000
+#define STATE_STMTS_MAX	       16
+#define STATE_CHECKPOINT_MS    1000 /* WAL copied back into the file */
+#define STATE_CHECKPOINT_TRIES 16   /* quick repeats to catch up fully */
+/*
+ * WAL frames (4 KiB) after which the writer itself finishes the copy when
+ * no write waits: under a steady stream the checkpointer never catches up
+ * completely, and only a complete checkpoint lets the WAL start over.
+ * Most frames are copied already, so this pause is short and rare.
+ */
+#define STATE_WAL_MAX_FRAMES 16384
 
 enum state_op_kind {
 	ST_JOB,
@@ -90,7 +103,8 @@ struct state {
 	struct state_stmt stmts[STATE_STMTS_MAX]; /* writer thread only */
 	char path[4096];
 	pthread_t thr, ckpt_thr;
-	bool ckpt_started;
+	bool ckpt_started, sync_full;
+	int wal_frames; /* writer thread only: WAL length after a commit */
 	pthread_cond_t ckpt_cv; /* under mu, with stop */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -104,6 +118,8 @@ struct state {
 	void (*cb)(uint64_t, void *);
 	void *cb_arg;
 };
+
+static void state_wal_valve(struct state *s);
 
 static const char state_ddl[] =
 	"PRAGMA journal_mode=WAL;"
@@ -342,6 +358,8 @@ state_main(void *arg)
 		}
 		pthread_mutex_unlock(&s->mu);
 		event_active(s->done_ev, EV_WRITE, 0);
+		if (ok)
+			state_wal_valve(s);
 	}
 	return NULL;
 }
@@ -350,7 +368,7 @@ state_main(void *arg)
  * The checkpointer: every STATE_CHECKPOINT_MS, on its own connection,
  * copies committed WAL frames back into the database file (PASSIVE: it
  * never blocks the writer).  The writer's own automatic checkpoints are
- * off, so an fsync of the database file never delays an answer.
+ * off, so a checkpoint never delays an answer.
  */
 static void *
 state_ckpt_main(void *arg)
@@ -362,6 +380,21 @@ state_ckpt_main(void *arg)
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
 			    NULL) != SQLITE_OK) {
 		log_warnx("store: checkpointer: %s", sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return NULL;
+	}
+	/*
+	 * A connection learns that the file is in WAL mode only once it has
+	 * read it; until then a checkpoint does nothing.  Its copies need no
+	 * fsync unless sync_full: the kernel's cache survives a crash of the
+	 * process.
+	 */
+	if (state_exec(db, "PRAGMA journal_mode=WAL", "store: checkpointer") <
+		    0 ||
+	    state_exec(db,
+		       s->sync_full ? "PRAGMA synchronous=FULL"
+				    : "PRAGMA synchronous=OFF",
+		       "store: checkpointer") < 0) {
 		sqlite3_close(db);
 		return NULL;
 	}
@@ -380,13 +413,60 @@ state_ckpt_main(void *arg)
 		if (s->stop)
 			break;
 		pthread_mutex_unlock(&s->mu);
-		sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE,
-					  NULL, NULL);
+		/*
+		 * Repeat while frames were added meanwhile: each round copies
+		 * only the newest, so one soon fits between two commits; the
+		 * next commit then starts the WAL over instead of growing it.
+		 */
+		for (int i = 0; i < STATE_CHECKPOINT_TRIES; i++) {
+			int nlog = 0, ncopied = 0;
+
+			if (sqlite3_wal_checkpoint_v2(
+				    db, NULL, SQLITE_CHECKPOINT_PASSIVE, &nlog,
+				    &ncopied) != SQLITE_OK ||
+			    ncopied >= nlog)
+				break;
+		}
 		pthread_mutex_lock(&s->mu);
 	}
 	pthread_mutex_unlock(&s->mu);
 	sqlite3_close(db);
 	return NULL;
+}
+
+/* SQLite's WAL hook: the WAL's length after each commit. */
+static int
+state_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	(void)db;
+	(void)name;
+	((struct state *)arg)->wal_frames = frames;
+	return SQLITE_OK;
+}
+
+/* The writer completes a checkpoint when the WAL is long and it is idle. */
+static void
+state_wal_valve(struct state *s)
+{
+	bool idle;
+
+	if (s->wal_frames < STATE_WAL_MAX_FRAMES)
+		return;
+	pthread_mutex_lock(&s->mu);
+	idle = s->head == NULL;
+	pthread_mutex_unlock(&s->mu);
+	if (!idle)
+		return;
+	if (!s->sync_full)
+		state_exec(s->db, "PRAGMA synchronous=OFF",
+			   "store: checkpoint");
+	if (sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+				      NULL, NULL) != SQLITE_OK)
+		log_warnx("store: checkpoint: %s", sqlite3_errmsg(s->db));
+	if (!s->sync_full)
+		state_exec(s->db, "PRAGMA synchronous=NORMAL",
+			   "store: checkpoint");
+	s->wal_frames = 0;
 }
 
 /* On the loop: report the commit (or stop the daemon on failure). */
@@ -483,6 +563,7 @@ state_open(const char *dir, bool sync_full, struct event_base *base,
 		goto fail;
 	}
 	sqlite3_busy_timeout(s->db, STATE_BUSY_MS);
+	s->sync_full = sync_full;
 	if (state_exec(s->db, state_ddl, path) < 0 ||
 	    state_exec(s->db,
 		       sync_full ? "PRAGMA synchronous=FULL"
@@ -493,6 +574,8 @@ state_open(const char *dir, bool sync_full, struct event_base *base,
 		snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(s->db));
 		goto fail;
 	}
+	/* after the DDL: its wal_autocheckpoint pragma replaces any hook */
+	sqlite3_wal_hook(s->db, state_wal_hook, s);
 	s->done_ev = event_new(base, -1, 0, state_done_cb, s);
 	if (s->done_ev == NULL) {
 		snprintf(err, errlen, "cannot create the store's event");
