@@ -50,14 +50,14 @@ enum ep_type {
 };
 
 static const char *const type_names[T_COUNT] = {
-	"slow_conn", "slow_tx",	     "slow_rx",	  "slow_gpu",	"intermittent",
+	"slow_conn",   "slow_tx",      "slow_rx",	 "slow_gpu", "intermittent",
 	"comm_hang", "noncomm_hang", "node_lost", "two_faults",
 };
 
 static const unsigned type_fault[T_COUNT] = {
-	SCEN_F_SLOW_CONN,    SCEN_F_SLOW_TX,	  SCEN_F_SLOW_RX,
-	SCEN_F_SLOW_GPU,     SCEN_F_INTERMITTENT, SCEN_F_COMM_HANG,
-	SCEN_F_NONCOMM_HANG, SCEN_F_NODE_LOST,	  SCEN_F_NONE,
+	SCEN_F_SLOW_CONN,   SCEN_F_SLOW_TX,	 SCEN_F_SLOW_RX,
+	SCEN_F_SLOW_GPU,    SCEN_F_INTERMITTENT, SCEN_F_COMM_HANG,
+	SCEN_F_NONCOMM_HANG, SCEN_F_NODE_LOST,	 SCEN_F_NONE,
 };
 
 static const double slowdowns[] = {1.1, 1.2, 1.5, 3.0};
@@ -201,7 +201,8 @@ struct fstate {
  */
 static int
 episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
-	unsigned nf, int type, int slow_idx, uint32_t nranks, struct score *sc)
+	unsigned nf, int type, int slow_idx, uint32_t nranks,
+	struct score *sc)
 {
 	struct fstate fs[SCEN_MAX_FAULTS];
 	struct c4m_input in;
@@ -316,8 +317,8 @@ build(struct scen_params *sp, unsigned t, double slow, uint32_t start,
 {
 	struct scen *s;
 	unsigned k1 = SCEN_F_SLOW_CONN + (unsigned)(seed % 4);
-	unsigned k2 = SCEN_F_SLOW_CONN +
-		      (unsigned)((seed % 4 + 1 + (seed / 4) % 3) % 4);
+	unsigned k2 = SCEN_F_SLOW_CONN + (unsigned)((seed % 4 + 1 +
+						      (seed / 4) % 3) % 4);
 
 	for (;;) {
 		s = scen_new(sp);
@@ -325,8 +326,7 @@ build(struct scen_params *sp, unsigned t, double slow, uint32_t start,
 			return NULL;
 		if (t != T_TWO) {
 			*nf = 1;
-			if (scen_add_fault(s, type_fault[t], slow, start,
-					   &f[0]) < 0)
+			if (scen_add_fault(s, type_fault[t], slow, start, &f[0]) < 0)
 				goto fail;
 			return s;
 		}
@@ -443,25 +443,21 @@ main(void)
 					scen_params_default(&sp);
 					sp.nranks = sizes[rep];
 					sp.layout = (uint8_t)layouts[li];
-					sp.seed =
-						++seed * 0x9e3779b97f4a7c15ull;
+					sp.seed = ++seed * 0x9e3779b97f4a7c15ull;
 					start = FAULT_START_MIN +
 						(unsigned)(seed %
 							   (FAULT_START_MAX -
-							    FAULT_START_MIN +
-							    1));
+							    FAULT_START_MIN + 1));
 					s = build(&sp, t, slowdowns[si], start,
 						  f, &nf, seed);
 					m = matrix_new(NULL);
 					if (s == NULL || m == NULL ||
 					    scen_register(s, m) < 0) {
-						fprintf(stderr,
-							"setup failed\n");
+						fprintf(stderr, "setup failed\n");
 						return 1;
 					}
-					if (episode(s, m, f, nf, (int)t,
-						    (int)si, sp.nranks,
-						    &sc) < 0)
+					if (episode(s, m, f, nf, (int)t, (int)si,
+						    sp.nranks, &sc) < 0)
 						return 1;
 					matrix_free(m);
 					scen_free(s);
@@ -493,7 +489,6 @@ main(void)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	report(&sc, nep,
-	       (double)(t1.tv_sec - t0.tv_sec) +
-		       1e-9 * (t1.tv_nsec - t0.tv_nsec));
+	       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
 	return 0;
 }
