@@ -23,6 +23,8 @@
 #include "json.h"
 #include "msg.h"
 
+#include "ctl.h"
+
 #define CTL_DEFAULT_SERVER "127.0.0.1:7410"
 #define CTL_TOKEN_FILE	   C4_SYSCONFDIR "/ctl.token"
 #define CTL_PING_MAX	   100000
@@ -40,14 +42,23 @@ ctl_usage(FILE *fp)
 		"  ping [-c COUNT]   heartbeat round trips to the daemon\n"
 		"  status            the daemon's identity, uptime and "
 		"counters\n"
+		"c4d-master:\n"
 		"  events [--since DURATION|TIMESTAMP] [--follow]\n"
-		"                    c4d-master: the job's events\n"
-		"  jobs              c4d-master: the job's agents, ranks, "
+		"                    the job's events\n"
+		"  jobs              the job's agents, ranks, "
 		"events\n"
-		"  ranks [--comm H]  c4d-master: where each rank runs\n"
+		"  ranks [--comm H]  where each rank runs\n"
 		"  matrix [--comm H] [--svg FILE]\n"
-		"                    c4d-master: the delay matrix as a "
+		"                    the delay matrix as a "
 		"heatmap\n"
+		"c4p-master:\n"
+		"  paths SRC DST     catalog paths between two NICs (HOST/NIC "
+		"or IP)\n"
+		"  links             leaf-spine links: state, QPs, load\n"
+		"  link set down|up LINK   take a link down or up\n"
+		"  alloc [--job JOB] allocations (of one job)\n"
+		"  fabric [--svg FILE]   utilisation: table, or an SVG "
+		"picture\n"
 		"options:\n"
 		"  -s ADDR   daemon address (default $C4_SERVER or %s)\n"
 		"  -t TOKEN  credential (default $C4_TOKEN, or the first line "
@@ -214,22 +225,16 @@ ctl_ping(struct ctl *c, int argc, char **argv)
 }
 
 C4__Envelope *
-ctl_admin(struct ctl *c, C4__AdminOp op, uint64_t comm)
+ctl_admin_req(struct ctl *c, C4__AdminRequest *req, const char *what)
 {
-	C4__AdminRequest req = C4__ADMIN_REQUEST__INIT;
 	C4__Envelope *env;
 
 	if (ctl_connect(c) < 0)
 		return NULL;
-	req.has_op = 1;
-	req.op = op;
-	if (comm != 0) {
-		req.has_comm_hash = 1;
-		req.comm_hash = comm;
-	}
-	env = cli_call(&c->cli, C4__MSG_TYPE__MSG_ADMIN_REQUEST, &req);
+	req->has_op = 1;
+	env = cli_call(&c->cli, C4__MSG_TYPE__MSG_ADMIN_REQUEST, req);
 	if (env == NULL || env->type != C4__MSG_TYPE__MSG_ADMIN_REPLY) {
-		fprintf(stderr, "c4ctl: %s\n",
+		fprintf(stderr, "c4ctl: %s: %s\n", what,
 			env ? "unexpected answer" : c->cli.err);
 		msg_free(env);
 		cli_close(&c->cli);
@@ -238,26 +243,31 @@ ctl_admin(struct ctl *c, C4__AdminOp op, uint64_t comm)
 	return env;
 }
 
+C4__Envelope *
+ctl_admin(struct ctl *c, C4__AdminOp op, uint64_t comm)
+{
+	C4__AdminRequest req = C4__ADMIN_REQUEST__INIT;
+	const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
+		&c4__admin_op__descriptor, op);
+
+	req.op = op;
+	if (comm != 0) {
+		req.has_comm_hash = 1;
+		req.comm_hash = comm;
+	}
+	return ctl_admin_req(c, &req, v ? v->name : "admin");
+}
+
 static int
 ctl_status(struct ctl *c)
 {
-	C4__AdminRequest req = C4__ADMIN_REQUEST__INIT;
 	const C4__AdminReply *r;
 	C4__Envelope *env;
 	struct json j;
 
-	if (ctl_connect(c) < 0)
+	env = ctl_admin(c, C4__ADMIN_OP__ADMIN_STATUS, 0);
+	if (env == NULL)
 		return 1;
-	req.has_op = 1;
-	req.op = C4__ADMIN_OP__ADMIN_STATUS;
-	env = cli_call(&c->cli, C4__MSG_TYPE__MSG_ADMIN_REQUEST, &req);
-	if (env == NULL || env->type != C4__MSG_TYPE__MSG_ADMIN_REPLY) {
-		fprintf(stderr, "c4ctl: status: %s\n",
-			env ? "unexpected answer" : c->cli.err);
-		msg_free(env);
-		cli_close(&c->cli);
-		return 1;
-	}
 	r = env->admin_reply;
 	if (c->json) {
 		json_init(&j, stdout);
@@ -559,6 +569,10 @@ main(int argc, char **argv)
 		rc = ctl_events(&c, argc, argv);
 	} else if (strcmp(cmd, "status") == 0 && argc == 1) {
 		rc = ctl_status(&c);
+	} else if (strcmp(cmd, "paths") == 0 || strcmp(cmd, "links") == 0 ||
+		   strcmp(cmd, "link") == 0 || strcmp(cmd, "alloc") == 0 ||
+		   strcmp(cmd, "fabric") == 0) {
+		rc = ctl_c4p(&c, cmd, argc, argv);
 	} else {
 		fprintf(stderr, "c4ctl: unknown command or arguments: %s\n",
 			cmd);

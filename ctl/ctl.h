@@ -1,5 +1,6 @@
 /*
- * ctl.h - what c4ctl's command files share.
+ * ctl.h - what c4ctl's command files share: the options and session
+ * (c4ctl.c), the C4D views (view_c4d.c) and the C4P commands (ctl_c4p.c).
  */
 #ifndef C4_CTL_H
 #define C4_CTL_H
@@ -20,14 +21,23 @@ struct ctl {
 /* Connects and authenticates; prints the reason and returns -1 on error. */
 int ctl_connect(struct ctl *c);
 /*
- * Sends one admin request of op (comm_hash if non-zero) and returns the
- * reply (free with msg_free, then cli_close), or NULL after printing why.
+ * Sends one admin request (its op set by the caller) and returns the reply
+ * (free with msg_free, then cli_close), or NULL after printing why, the
+ * message starting with what.
  */
+C4__Envelope *ctl_admin_req(struct ctl *c, C4__AdminRequest *req,
+			    const char *what);
+/* The same for a request of op alone (comm_hash if non-zero). */
 C4__Envelope *ctl_admin(struct ctl *c, C4__AdminOp op, uint64_t comm);
 
 /* C4D views (ctl/view_c4d.c); each returns the exit status. */
 int ctl_jobs(struct ctl *c, int argc, char **argv);
 int ctl_ranks(struct ctl *c, int argc, char **argv);
 int ctl_matrix(struct ctl *c, int argc, char **argv);
+/*
+ * c4p-master commands: paths, links, link set, alloc, fabric.  argv[0] is
+ * the command.  Returns the exit status (0, 1 daemon error, 2 usage).
+ */
+int ctl_c4p(struct ctl *c, const char *cmd, int argc, char **argv);
 
 #endif

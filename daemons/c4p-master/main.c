@@ -1,42 +1,389 @@
 /*
  * c4p-master - the cluster-wide C4P master: agents and CCL clients of every
  * job ask it for RDMA source ports; operators query and steer the fabric.
- * Path allocation (lib/topology) and its store build on this session layer.
+ *
+ * main.c: the configuration (topology, state_dir, lease, hash_seed), the
+ * daemon's start and stop, names of NICs and links, the job table and the
+ * counters.  See c4p.h for the other files.
  */
 #define LOG_SUBSYS "c4p"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <libgen.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/thread.h>
 
 #include "c4_build.h"
-#include "daemon.h"
+#include "c4p.h"
 #include "log.h"
-
-struct c4p_conf {
-	struct srv_conf server;
-	struct cfg_list credentials;
-	struct dmn_log_conf log;
-};
+#include "topo_yaml.h"
 
 static const struct cfg_field c4p_fields[] = {
 	SRV_CONF_FIELD(offsetof(struct c4p_conf, server)),
 	DMN_CREDS_FIELD(offsetof(struct c4p_conf, credentials)),
 	DMN_LOG_FIELD(offsetof(struct c4p_conf, log)),
+	{"topology", CFG_STR, offsetof(struct c4p_conf, topology), CFG_REQUIRED,
+	 0, 0, NULL, NULL, "fabric YAML file (relative to this file's folder)"},
+	{"state_dir", CFG_STR, offsetof(struct c4p_conf, state_dir),
+	 CFG_REQUIRED, 0, 0, NULL, NULL, "folder of c4p-master.db (SQLite)"},
+	{"lease", CFG_DURATION, offsetof(struct c4p_conf, lease), 0, 1000,
+	 (double)ALLOC_MAX_LEASE_S * 1000, C4P_LEASE_DEFAULT, NULL,
+	 "lease of a request unless renewed (whole seconds)"},
+	{"hash_seed", CFG_INT, offsetof(struct c4p_conf, hash_seed), 0, -1,
+	 9.0e18, "-1", NULL,
+	 "seed of the switches' hash model; -1: probes only"},
+	{"sync_full", CFG_BOOL, offsetof(struct c4p_conf, sync_full), 0, 0, 0,
+	 "false", NULL, "fsync every commit (survives power loss)"},
 };
+
+/* config_path's folder joined with rel, unless rel is absolute. */
+static void
+c4p_rel_path(const char *config_path, const char *rel, char *buf, size_t len)
+{
+	char copy[4096];
+
+	if (rel[0] == '/' || config_path == NULL) {
+		snprintf(buf, len, "%s", rel);
+		return;
+	}
+	snprintf(copy, sizeof(copy), "%s", config_path);
+	snprintf(buf, len, "%s/%s", dirname(copy), rel);
+}
+
+/* Appends already formatted messages of one diag to another. */
+static void
+c4p_diag_merge(struct cfg_diag *to, const struct cfg_diag *from)
+{
+	for (size_t i = 0; i < from->n; i++) {
+		if (to->n == to->cap) {
+			size_t cap = to->cap ? to->cap * 2 : 8;
+			char **v = realloc(to->msgs, cap * sizeof(*v));
+
+			if (v == NULL) {
+				to->dropped++;
+				continue;
+			}
+			to->msgs = v;
+			to->cap = cap;
+		}
+		to->msgs[to->n] = strdup(from->msgs[i]);
+		if (to->msgs[to->n] == NULL)
+			to->dropped++;
+		else
+			to->n++;
+	}
+	to->dropped += from->dropped;
+}
 
 static void
 c4p_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
 {
 	struct c4p_conf *c = obj;
+	char path[4096];
+	struct cfg_diag td;
+	struct topo *t = NULL;
 
 	if (c->server.listen == NULL)
 		cfg_diag_add(d, at, "server.listen is required");
 	auth_validate_list(&c->credentials, at, d);
+	if (c->lease % 1000 != 0)
+		cfg_diag_add(d, at, "lease must be whole seconds");
+	if (c->topology == NULL)
+		return;
+	/* The fabric is part of the configuration: -n reports its errors. */
+	c4p_rel_path(d->file, c->topology, path, sizeof(path));
+	if (topo_load_yaml(path, &t, &td) < 0)
+		c4p_diag_merge(d, &td);
+	cfg_diag_free(&td);
+	topo_free(t);
 }
 
 static const struct cfg_schema c4p_schema = {
 	"c4p-master configuration", sizeof(struct c4p_conf), c4p_fields,
 	CFG_NFIELDS(c4p_fields), c4p_validate};
+
+/* ---- names and lookups
+ * -------------------------------------------------------- */
+
+uint64_t
+c4p_now_s(void)
+{
+	return (uint64_t)time(NULL);
+}
+
+uint64_t
+c4p_job_id(struct c4p *p, const char *name, int create)
+{
+	struct c4p_job *j;
+
+	for (size_t i = 0; i < p->njobs; i++)
+		if (strcmp(p->jobs[i].name, name) == 0)
+			return p->jobs[i].id;
+	if (!create || p->njobs >= C4P_JOBS_MAX)
+		return 0;
+	if (p->njobs == p->cap_jobs) {
+		size_t cap = p->cap_jobs ? p->cap_jobs * 2 : 16;
+		void *g = realloc(p->jobs, cap * sizeof(*p->jobs));
+
+		if (g == NULL)
+			return 0;
+		p->jobs = g;
+		p->cap_jobs = cap;
+	}
+	j = &p->jobs[p->njobs];
+	j->name = strdup(name);
+	if (j->name == NULL)
+		return 0;
+	j->id = ++p->njobs;
+	/* create == 2: loading from the store, nothing to write */
+	if (create == 1)
+		state_job(p->store, j->id, name);
+	return j->id;
+}
+
+const char *
+c4p_job_name(const struct c4p *p, uint64_t id)
+{
+	return id >= 1 && id <= p->njobs ? p->jobs[id - 1].name : "?";
+}
+
+void
+c4p_nic_name(const struct topo *t, uint32_t port, char *buf, size_t len)
+{
+	const struct topo_nic *n;
+
+	if (port >= t->nports) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	n = &t->nics[t->ports[port].nic];
+	snprintf(buf, len, "%s/%s", t->hosts[n->host].name, n->name);
+}
+
+uint32_t
+c4p_nic_lookup(const struct topo *t, const char *s)
+{
+	char host[TOPO_NAME_MAX];
+	const char *slash = strchr(s, '/');
+	uint32_t ip, h;
+
+	if (slash == NULL)
+		return topo_ip_parse(s, &ip) == 0 ? topo_nic_by_ip(t, ip)
+						  : TOPO_NONE;
+	if ((size_t)(slash - s) >= sizeof(host))
+		return TOPO_NONE;
+	memcpy(host, s, (size_t)(slash - s));
+	host[slash - s] = '\0';
+	h = topo_host_by_name(t, host);
+	if (h == TOPO_NONE)
+		return TOPO_NONE;
+	for (uint32_t i = 0; i < t->hosts[h].nic_count; i++) {
+		uint32_t n = t->hosts[h].first_nic + i;
+
+		if (strcmp(t->nics[n].name, slash + 1) == 0)
+			return n;
+	}
+	return TOPO_NONE;
+}
+
+void
+c4p_link_name(const struct topo *t, uint32_t link, char *buf, size_t len)
+{
+	const struct topo_link *l;
+	const struct topo_bundle *b;
+
+	if (link >= t->nlinks) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	l = &t->links[link];
+	b = &t->bundles[l->bundle];
+	if (b->count == 1)
+		snprintf(buf, len, "%s-%s", t->leaves[l->leaf].name,
+			 t->spines[l->spine].name);
+	else
+		snprintf(buf, len, "%s-%s.%u", t->leaves[l->leaf].name,
+			 t->spines[l->spine].name, link - b->first_link);
+}
+
+uint32_t
+c4p_link_lookup(const struct topo *t, const char *name)
+{
+	char buf[3 * TOPO_NAME_MAX];
+
+	for (uint32_t i = 0; i < t->nlinks; i++) {
+		c4p_link_name(t, i, buf, sizeof(buf));
+		if (strcmp(buf, name) == 0)
+			return i;
+	}
+	return TOPO_NONE;
+}
+
+/* ---- hooks
+ * -------------------------------------------------------------------- */
+
+static void
+c4p_committed(uint64_t seq, void *arg)
+{
+	struct c4p *p = arg;
+
+	api_committed(p, seq);
+}
+
+static void
+c4p_expire_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	api_expire(arg);
+}
+
+static void
+c4p_on_status(struct srv *s, C4__AdminReply *r, void *arg)
+{
+	struct dmn *d = arg;
+	struct c4p *p = d->state;
+	struct alloc_stats as;
+
+	(void)s;
+	p->st.store_commits = state_commits(p->store);
+	p->st.store_ops = state_last(p->store);
+#define C4P_STAT_COUNTER(n, h) srv_reply_counter(r, #n, p->st.n, h, 0);
+	C4P_COUNTERS(C4P_STAT_COUNTER)
+#undef C4P_STAT_COUNTER
+	alloc_stats(p->alloc, &as);
+	srv_reply_counter(r, "alloc_qps", as.qps, "QPs allocated now", 1);
+	srv_reply_counter(r, "alloc_requests", as.requests,
+			  "requests holding QPs now", 1);
+	srv_reply_counter(r, "alloc_stranded", as.stranded,
+			  "QPs without a healthy path now", 1);
+	srv_reply_counter(r, "alloc_max_link_load", as.max_link_load,
+			  "largest QP weight on one cable direction", 1);
+	srv_reply_counter(r, "jobs_known", p->njobs, "jobs seen since created",
+			  1);
+	srv_reply_counter(r, "catalog_entries", catalog_count(p->cat),
+			  "catalog entries (IP pair and side)", 1);
+}
+
+static void
+c4p_free(struct c4p *p)
+{
+	if (p == NULL)
+		return;
+	/* Pending messages whose sessions are gone: drop them. */
+	while (p->pend_head != NULL) {
+		struct c4p_pend *pe = p->pend_head;
+
+		p->pend_head = pe->next;
+		/* every session is closed by now: the last reference frees */
+		if (--pe->sess->pending == 0 && pe->sess->conn == NULL)
+			free(pe->sess);
+		arena_free(&pe->arena);
+		free(pe);
+	}
+	if (p->expire_ev != NULL)
+		event_free(p->expire_ev);
+	state_close(p->store);
+	hold_free(p->holders);
+	alloc_free(p->alloc);
+	catalog_free(p->cat);
+	topo_free(p->topo);
+	for (size_t i = 0; i < p->njobs; i++)
+		free(p->jobs[i].name);
+	free(p->jobs);
+	free(p);
+}
+
+static int
+c4p_start(struct dmn *d)
+{
+	struct c4p *p = calloc(1, sizeof(*p));
+	const struct c4p_conf *conf = d->conf;
+	struct timeval tv = {C4P_EXPIRE_PERIOD_MS / 1000,
+			     (C4P_EXPIRE_PERIOD_MS % 1000) * 1000};
+	char path[4096], err[512];
+	struct cfg_diag td;
+
+	if (p == NULL)
+		return -1;
+	p->dmn = d;
+	p->conf = conf;
+	d->state = p;
+	c4p_rel_path(d->conf_path, conf->topology, path, sizeof(path));
+	if (topo_load_yaml(path, &p->topo, &td) < 0) {
+		for (size_t i = 0; i < td.n; i++)
+			log_errx("%s", td.msgs[i]);
+		cfg_diag_free(&td);
+		goto fail;
+	}
+	cfg_diag_free(&td);
+	p->model.seed = (uint64_t)conf->hash_seed;
+	p->cat = catalog_new(p->topo, conf->hash_seed >= 0 ? &p->model : NULL);
+	p->alloc = p->cat ? alloc_new(p->topo, p->cat) : NULL;
+	p->holders = hold_new();
+	if (p->alloc == NULL || p->holders == NULL) {
+		log_errx("out of memory");
+		goto fail;
+	}
+	p->store = state_open(conf->state_dir, conf->sync_full, d->base,
+			      c4p_committed, p, err, sizeof(err));
+	if (p->store == NULL) {
+		log_errx("state: %s", err);
+		goto fail;
+	}
+	if (state_load(p->store, p, err, sizeof(err)) < 0) {
+		log_errx("state: %s/%s: %s", conf->state_dir, C4P_DB_NAME, err);
+		goto fail;
+	}
+	p->expire_ev = event_new(d->base, -1, EV_PERSIST, c4p_expire_cb, p);
+	if (p->expire_ev == NULL || event_add(p->expire_ev, &tv) < 0)
+		goto fail;
+	log_info("fabric %s: %u leaves, %u spines, %u links, %u hosts, %u "
+		 "NICs; %s",
+		 path, p->topo->nleaves, p->topo->nspines, p->topo->nlinks,
+		 p->topo->nhosts, p->topo->nnics,
+		 conf->hash_seed >= 0 ? "hash model on" : "probes only");
+	return 0;
+fail:
+	c4p_free(p);
+	d->state = NULL;
+	return -1;
+}
+
+/*
+ * A reload applies lease, log level and credentials; the fabric, the
+ * state folder and the hash model are the allocator's ground and change
+ * only with a restart.
+ */
+static void
+c4p_reload(struct dmn *d, const void *old)
+{
+	struct c4p *p = d->state;
+	const struct c4p_conf *o = old, *n = d->conf;
+
+	if (p == NULL)
+		return;
+	p->conf = n;
+	if (strcmp(o->topology, n->topology) != 0 ||
+	    strcmp(o->state_dir, n->state_dir) != 0 ||
+	    o->hash_seed != n->hash_seed || o->sync_full != n->sync_full)
+		log_warnx("reload: topology, state_dir, hash_seed and "
+			  "sync_full changes take a restart; still using %s",
+			  o->topology);
+}
+
+static void
+c4p_stop(struct dmn *d)
+{
+	c4p_free(d->state);
+	d->state = NULL;
+}
 
 int
 main(int argc, char **argv)
@@ -49,7 +396,22 @@ main(int argc, char **argv)
 		.off_creds = offsetof(struct c4p_conf, credentials),
 		.off_log = offsetof(struct c4p_conf, log),
 		.role = C4__ROLE__ROLE_MASTER,
+		.start = c4p_start,
+		.reload = c4p_reload,
+		.stop = c4p_stop,
+		.ops =
+			{
+				.on_hello = api_on_hello,
+				.on_message = api_on_message,
+				.on_close = api_on_close,
+				.on_status = c4p_on_status,
+			},
 	};
 
+	/* The store's thread wakes the loop: libevent must be thread-aware. */
+	if (evthread_use_pthreads() < 0) {
+		fprintf(stderr, "c4p-master: libevent without threads\n");
+		return 1;
+	}
 	return dmn_main(argc, argv, &spec);
 }

@@ -64,6 +64,11 @@ th_write_config(struct th_daemon *d, const char *config)
 		if (strncmp(p, "@DIR@", 5) == 0) {
 			fputs(d->dir, fp);
 			p += 5;
+		} else if (strncmp(p, "@SRC@", 5) == 0) {
+			const char *src = getenv("C4_SOURCE_ROOT");
+
+			fputs(src ? src : ".", fp);
+			p += 5;
 		} else {
 			fputc(*p++, fp);
 		}

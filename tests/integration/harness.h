@@ -35,7 +35,8 @@ const char *th_bin(const char *relpath);
 const char *th_data(const char *relpath);
 
 /*
- * Writes config (where "@DIR@" stands for the daemon's directory) and
+ * Writes config (where "@DIR@" stands for the daemon's directory and
+ * "@SRC@" for the source tree, $C4_SOURCE_ROOT) and
  * starts the daemon; returns 0 once it is ready, -1 otherwise (its log is
  * printed to stderr).
  */

@@ -44,6 +44,8 @@ static const char master_conf[] = "job: job-42\n"
 
 static const char c4p_conf[] = "server:\n"
 			       "  listen: 127.0.0.1:0\n"
+			       "topology: @SRC@/conf/topology-example.yaml\n"
+			       "state_dir: @DIR@\n"
 			       "credentials:\n"
 			       "  - name: ops\n"
 			       "    token: " OPS_TOKEN "\n"
@@ -520,10 +522,14 @@ START_TEST(test_reload)
 		0);
 	/* A new token replaces the old one at once. */
 	fp = fopen(d.conf, "w");
-	fputs("server:\n  listen: 127.0.0.1:0\ncredentials:\n"
-	      "  - name: ops2\n    token: rotated-operator-token\n"
-	      "    roles: [ctl]\n",
-	      fp);
+	fprintf(fp,
+		"server:\n  listen: 127.0.0.1:0\ncredentials:\n"
+		"  - name: ops2\n    token: rotated-operator-token\n"
+		"    roles: [ctl]\n"
+		"topology: %s/conf/topology-example.yaml\n"
+		"state_dir: %s\n",
+		getenv("C4_SOURCE_ROOT") ? getenv("C4_SOURCE_ROOT") : ".",
+		d.dir);
 	fclose(fp);
 	kill(d.pid, SIGHUP);
 	ck_assert_int_eq(th_wait_ready(&d), 0);

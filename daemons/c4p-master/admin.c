@@ -1,0 +1,402 @@
+/*
+ * admin.c - operator requests to the c4p-master (c4ctl, role ctl):
+ *   ADMIN_PATHS     the catalog for a NIC pair (both sides);
+ *   ADMIN_LINKS     every leaf-spine cable: state, QPs each way, capacity;
+ *   ADMIN_FABRIC    the same, for the utilisation picture;
+ *   ADMIN_LINK_SET  a cable down or up: QPs move, holders are told, and
+ *                   the answer waits until the change is committed;
+ *   ADMIN_ALLOCS    allocations, of one job if job_id is set (at most
+ *                   C4P_ALLOCS_MAX QPs, or limit; `more` says if cut).
+ */
+#define LOG_SUBSYS "c4p-admin"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c4p.h"
+#include "log.h"
+#include "path.h"
+
+static C4__LinkState *
+admin_link(struct c4p *p, struct arena *ar, uint32_t id)
+{
+	const struct topo *t = p->topo;
+	const struct topo_link *l = &t->links[id];
+	C4__LinkState *s = arena_alloc(ar, sizeof(*s));
+	char name[3 * TOPO_NAME_MAX];
+	uint64_t up = 0, down = 0;
+
+	if (s == NULL)
+		return NULL;
+	c4__link_state__init(s);
+	c4p_link_name(t, id, name, sizeof(name));
+	alloc_link_load(p->alloc, id, &up, &down);
+	s->link_id = arena_strdup(ar, name);
+	s->has_status = 1;
+	s->status =
+		l->up ? C4__LINK_STATUS__LINK_UP : C4__LINK_STATUS__LINK_DOWN;
+	s->a = t->leaves[l->leaf].name;
+	s->b = t->spines[l->spine].name;
+	s->has_qps = 1;
+	s->qps = (uint32_t)(up + down);
+	s->has_qps_up = 1;
+	s->qps_up = (uint32_t)up;
+	s->has_qps_down = 1;
+	s->qps_down = (uint32_t)down;
+	s->has_gbps = 1;
+	s->gbps = l->gbps;
+	/* load: the busier direction's weight per 100 Gbit/s of capacity */
+	s->has_load = 1;
+	s->load = (double)(up > down ? up : down) * 100.0 / l->gbps;
+	return s;
+}
+
+static int
+admin_links(struct c4p *p, C4__AdminReply *r, struct arena *ar)
+{
+	uint32_t n = p->topo->nlinks;
+
+	r->links = arena_calloc(ar, n ? n : 1, sizeof(*r->links));
+	if (r->links == NULL)
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		r->links[i] = admin_link(p, ar, i);
+		if (r->links[i] == NULL)
+			return -1;
+	}
+	r->n_links = n;
+	return 0;
+}
+
+static int
+admin_paths(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
+	    struct arena *ar, struct msg_err *err)
+{
+	const struct topo *t = p->topo;
+	uint32_t sn, dn;
+	size_t total = 0;
+
+	if (q->src == NULL || q->dst == NULL) {
+		snprintf(err->text, sizeof(err->text),
+			 "paths: src and dst are required");
+		return -1;
+	}
+	sn = c4p_nic_lookup(t, q->src);
+	dn = c4p_nic_lookup(t, q->dst);
+	if (sn == TOPO_NONE || dn == TOPO_NONE) {
+		snprintf(err->text, sizeof(err->text),
+			 "paths: unknown NIC '%s' (HOST/NIC or an IP)",
+			 sn == TOPO_NONE ? q->src : q->dst);
+		return -1;
+	}
+	for (uint8_t side = 0; side < TOPO_SIDES; side++) {
+		struct catalog_key k;
+		const struct catalog_entry *e;
+		char e2[256];
+		C4__ProbePath **v;
+
+		k.sip = t->ports[t->nics[sn].port[side]].ip;
+		k.dip = t->ports[t->nics[dn].port[side]].ip;
+		k.side = side;
+		e = catalog_get(p->cat, &k, e2, sizeof(e2));
+		if (e == NULL)
+			continue;
+		v = arena_calloc(ar, total + e->n + 1, sizeof(*v));
+		if (v == NULL)
+			return -1;
+		if (total > 0)
+			memcpy(v, r->paths, total * sizeof(*v));
+		r->paths = v;
+		for (uint32_t i = 0; i < e->n; i++) {
+			const struct catalog_rec *rec = &e->recs[i];
+			C4__ProbePath *pp = arena_alloc(ar, sizeof(*pp));
+			uint32_t spine = path_spine(t, &rec->path);
+
+			if (pp == NULL)
+				return -1;
+			c4__probe_path__init(pp);
+			pp->has_sport = 1;
+			pp->sport = rec->sport;
+			pp->src_leaf =
+				t->leaves[t->ports[rec->path.src_port].leaf]
+					.name;
+			pp->dst_leaf =
+				t->leaves[t->ports[rec->path.dst_port].leaf]
+					.name;
+			pp->spine = spine == TOPO_NONE ? (char *)""
+						       : t->spines[spine].name;
+			pp->has_reached = 1;
+			pp->reached = rec->origin == CATALOG_FROM_PROBE;
+			pp->has_side = 1;
+			pp->side = side == TOPO_LEFT
+					   ? C4__PORT_SIDE__SIDE_LEFT
+					   : C4__PORT_SIDE__SIDE_RIGHT;
+			pp->has_healthy = 1;
+			pp->healthy = path_healthy(t, &rec->path);
+			r->paths[total++] = pp;
+		}
+		r->n_paths = total;
+	}
+	return 0;
+}
+
+static const struct alloc_record *admin_sort_ctx;
+
+static int
+admin_cmp_rec(const void *x, const void *y)
+{
+	const struct alloc_record *a = &admin_sort_ctx[*(const size_t *)x];
+	const struct alloc_record *b = &admin_sort_ctx[*(const size_t *)y];
+	int c = strcmp(a->req_id, b->req_id);
+
+	if (c != 0)
+		return c;
+	return a->index < b->index ? -1 : a->index > b->index;
+}
+
+static int
+admin_allocs(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
+	     struct arena *ar)
+{
+	const struct topo *t = p->topo;
+	struct alloc_record *recs = NULL;
+	size_t n = 0, cap = 0, cur = 0, *ix = NULL, nalloc = 0, limit;
+	uint64_t job = 0;
+	struct alloc_record rec;
+	int rc = -1;
+
+	limit = q->has_limit && q->limit > 0 && q->limit < C4P_ALLOCS_MAX
+			? q->limit
+			: C4P_ALLOCS_MAX;
+	if (q->job_id != NULL && q->job_id[0] != '\0') {
+		job = c4p_job_id(p, q->job_id, 0);
+		if (job == 0)
+			return 0; /* a job never seen has no allocations */
+	}
+	while (alloc_next(p->alloc, &cur, &rec) == 1) {
+		if (job != 0 && rec.job != job)
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			void *g = realloc(recs, nc * sizeof(*recs));
+
+			if (g == NULL)
+				goto out;
+			recs = g;
+			cap = nc;
+		}
+		recs[n++] = rec;
+	}
+	ix = malloc((n ? n : 1) * sizeof(*ix));
+	if (ix == NULL)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		ix[i] = i;
+	admin_sort_ctx = recs;
+	qsort(ix, n, sizeof(*ix), admin_cmp_rec);
+	admin_sort_ctx = NULL;
+	if (n > limit) {
+		r->has_more = 1;
+		r->more = 1;
+	}
+	r->allocs = arena_calloc(ar, n ? n : 1, sizeof(*r->allocs));
+	if (r->allocs == NULL)
+		goto out;
+	for (size_t i = 0, j; i < n && i < limit; i = j) {
+		const struct alloc_record *a = &recs[ix[i]];
+		const char *slash = strchr(a->req_id, '/');
+		C4__Allocation *al = arena_alloc(ar, sizeof(*al));
+		char nic[2 * TOPO_NAME_MAX + 2];
+
+		for (j = i + 1;
+		     j < n && strcmp(recs[ix[j]].req_id, a->req_id) == 0; j++)
+			;
+		if (al == NULL)
+			goto out;
+		c4__allocation__init(al);
+		al->job_id = (char *)c4p_job_name(p, a->job);
+		al->request_id =
+			arena_strdup(ar, slash ? slash + 1 : a->req_id);
+		c4p_nic_name(t, a->path.src_port, nic, sizeof(nic));
+		al->src_nic = arena_strdup(ar, nic);
+		c4p_nic_name(t, a->path.dst_port, nic, sizeof(nic));
+		al->dst_nic = arena_strdup(ar, nic);
+		al->has_side = 1;
+		al->side = a->req.side == TOPO_LEFT ? C4__PORT_SIDE__SIDE_LEFT
+			   : a->req.side == TOPO_RIGHT
+				   ? C4__PORT_SIDE__SIDE_RIGHT
+				   : C4__PORT_SIDE__SIDE_UNSPECIFIED;
+		al->has_lease_expires_ns = 1;
+		al->lease_expires_ns = a->expires * 1000000000ull;
+		al->paths = arena_calloc(ar, j - i, sizeof(*al->paths));
+		if (al->paths == NULL)
+			goto out;
+		for (size_t k = i; k < j; k++) {
+			const struct alloc_record *b = &recs[ix[k]];
+			C4__PathAssignment *pa = arena_alloc(ar, sizeof(*pa));
+
+			if (pa == NULL)
+				goto out;
+			api_fill_assignment(p, ar, pa, b->index, b->sport,
+					    b->side, &b->path);
+			al->paths[al->n_paths++] = pa;
+		}
+		r->allocs[nalloc++] = al;
+		r->n_allocs = nalloc;
+	}
+	rc = 0;
+out:
+	free(recs);
+	free(ix);
+	return rc;
+}
+
+/* Returns the store sequence the answer must wait for, or -1. */
+static int64_t
+admin_link_set(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
+	       struct arena *ar, struct msg_err *err)
+{
+	struct alloc_change *ch = NULL;
+	size_t nch = 0;
+	uint32_t link;
+	bool up;
+	char reason[256];
+	uint64_t seq;
+
+	if (q->link_id == NULL || !q->has_link_status ||
+	    (q->link_status != C4__LINK_STATUS__LINK_UP &&
+	     q->link_status != C4__LINK_STATUS__LINK_DOWN)) {
+		snprintf(err->text, sizeof(err->text),
+			 "link set: link_id and link_status (up or down) are "
+			 "required");
+		return -1;
+	}
+	link = c4p_link_lookup(p->topo, q->link_id);
+	if (link == TOPO_NONE) {
+		snprintf(err->text, sizeof(err->text),
+			 "link set: no link '%s' (see c4ctl links)",
+			 q->link_id);
+		return -1;
+	}
+	up = q->link_status == C4__LINK_STATUS__LINK_UP;
+	if (alloc_link_set(p->alloc, link, up, &ch, &nch) < 0) {
+		snprintf(err->text, sizeof(err->text),
+			 "link set: out of memory");
+		return -1;
+	}
+	/*
+	 * A cable back up: stranded QPs were placed again above; now move
+	 * QPs whose worst cable gets strictly less loaded (rebalancing).
+	 */
+	if (up) {
+		struct alloc_change *rb = NULL;
+		size_t nrb = 0;
+
+		if (alloc_rebalance(p->alloc, C4P_REBALANCE_MOVES, &rb, &nrb) ==
+			    0 &&
+		    nrb > 0) {
+			struct alloc_change *all =
+				realloc(ch, (nch + nrb) * sizeof(*all));
+
+			if (all != NULL) {
+				memcpy(all + nch, rb, nrb * sizeof(*rb));
+				ch = all;
+				nch += nrb;
+			}
+		}
+		free(rb);
+	}
+	p->st.link_changes++;
+	seq = state_link(p->store, link, up);
+	snprintf(reason, sizeof(reason), "link %s %s", q->link_id,
+		 up ? "up" : "down");
+	log_info("%s: %zu QPs affected", reason, nch);
+	if (nch > 0) {
+		uint64_t s = api_changes(p, ch, nch, reason);
+
+		if (s > seq)
+			seq = s;
+	}
+	r->has_moved = 1;
+	r->has_stranded = 1;
+	for (size_t i = 0; i < nch; i++) {
+		if (ch[i].kind == ALLOC_MOVED)
+			r->moved++;
+		else
+			r->stranded++;
+	}
+	free(ch);
+	r->links = arena_calloc(ar, 1, sizeof(*r->links));
+	if (r->links != NULL) {
+		r->links[0] = admin_link(p, ar, link);
+		r->n_links = r->links[0] != NULL;
+	}
+	return (int64_t)seq;
+}
+
+int
+admin_handle(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
+	     struct msg_err *err)
+{
+	const C4__AdminRequest *q = env->admin_request;
+	struct c4p_sess *sess = srv_conn_get_data(c);
+	struct c4p_pend *pe;
+	C4__AdminReply *r;
+	int64_t seq = 0;
+
+	switch (q->op) {
+	case C4__ADMIN_OP__ADMIN_PATHS:
+	case C4__ADMIN_OP__ADMIN_LINKS:
+	case C4__ADMIN_OP__ADMIN_LINK_SET:
+	case C4__ADMIN_OP__ADMIN_ALLOCS:
+	case C4__ADMIN_OP__ADMIN_FABRIC:
+		break;
+	default:
+		return -1; /* srv answers "not served" */
+	}
+	pe = api_pend_new(p, sess, C4__MSG_TYPE__MSG_ADMIN_REPLY, env->seq);
+	if (pe == NULL)
+		goto oom;
+	r = arena_alloc(&pe->arena, sizeof(*r));
+	if (r == NULL)
+		goto oom;
+	c4__admin_reply__init(r);
+	r->has_op = 1;
+	r->op = q->op;
+	r->daemon = (char *)"c4p-master";
+	err->code = C4__ERROR_CODE__ERR_INVALID;
+	switch (q->op) {
+	case C4__ADMIN_OP__ADMIN_PATHS:
+		if (admin_paths(p, q, r, &pe->arena, err) < 0)
+			goto fail;
+		break;
+	case C4__ADMIN_OP__ADMIN_LINKS:
+	case C4__ADMIN_OP__ADMIN_FABRIC:
+		if (admin_links(p, r, &pe->arena) < 0)
+			goto oom;
+		break;
+	case C4__ADMIN_OP__ADMIN_LINK_SET:
+		seq = admin_link_set(p, q, r, &pe->arena, err);
+		if (seq < 0)
+			goto fail;
+		break;
+	case C4__ADMIN_OP__ADMIN_ALLOCS:
+		if (admin_allocs(p, q, r, &pe->arena) < 0)
+			goto oom;
+		break;
+	default:
+		break;
+	}
+	err->code = C4__ERROR_CODE__ERR_UNSPECIFIED;
+	pe->body = r;
+	api_pend_submit(p, pe, (uint64_t)seq);
+	return 0;
+oom:
+	snprintf(err->text, sizeof(err->text), "out of memory");
+	err->code = C4__ERROR_CODE__ERR_INTERNAL;
+fail:
+	if (pe != NULL)
+		api_pend_submit(p, pe, 0); /* body NULL: sends nothing */
+	return -1;
+}
