@@ -46,6 +46,8 @@ static const struct cfg_schema c4d_schema = {
 struct c4d_state {
 	uint64_t comm_registrations;
 	uint64_t telemetry_batches;
+	uint64_t telemetry_records;
+	uint64_t dropped_records;
 	uint64_t agents;
 };
 
@@ -122,6 +124,10 @@ c4d_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 		return 0;
 	case C4__MSG_TYPE__MSG_TELEMETRY:
 		st->telemetry_batches++;
+		st->telemetry_records +=
+			env->telemetry->n_colls + env->telemetry->n_conns +
+			env->telemetry->n_waits + env->telemetry->n_progress;
+		st->dropped_records += env->telemetry->dropped_records;
 		return 0;
 	default:
 		return -1; /* srv answers "not served" */
@@ -141,6 +147,10 @@ c4d_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 			  "communicator registrations received", 0);
 	srv_reply_counter(r, "telemetry_batches", st->telemetry_batches,
 			  "telemetry batches received", 0);
+	srv_reply_counter(r, "telemetry_records", st->telemetry_records,
+			  "summaries in those batches", 0);
+	srv_reply_counter(r, "dropped_records", st->dropped_records,
+			  "summaries the senders reported lost on the way", 0);
 }
 
 static int

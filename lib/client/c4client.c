@@ -989,6 +989,7 @@ c4client_run(void *arg)
 {
 	struct c4client *c = arg;
 	uint64_t next_try = 0, last_hb = 0, last_heard = 0;
+	int close_tried = 0;
 
 	for (;;) {
 		struct pollfd p[2];
@@ -1002,12 +1003,27 @@ c4client_run(void *arg)
 		pthread_mutex_unlock(&c->mu);
 		if (closing) {
 			struct timespec ts;
+			int idle;
 
 			clock_gettime(CLOCK_MONOTONIC, &ts);
-			if (c->fd < 0 || ts.tv_sec > close_by.tv_sec ||
+			if (ts.tv_sec > close_by.tv_sec ||
 			    (ts.tv_sec == close_by.tv_sec &&
 			     ts.tv_nsec >= close_by.tv_nsec))
 				break;
+			pthread_mutex_lock(&c->mu);
+			idle = c->head == NULL && c->ctrl == NULL;
+			pthread_mutex_unlock(&c->mu);
+			/*
+			 * Without a session, closing makes one attempt at
+			 * once so that a short-lived process still delivers
+			 * what it queued; then it gives up.
+			 */
+			if (c->fd < 0 && (idle || close_tried))
+				break;
+			if (c->fd < 0) {
+				close_tried = 1;
+				next_try = 0;
+			}
 		}
 		if (c->fd < 0) {
 			if (now < next_try) {

@@ -198,6 +198,20 @@ th_alive(struct th_daemon *d)
 }
 
 int
+th_kill(struct th_daemon *d)
+{
+	int status;
+
+	if (d->pid <= 0)
+		return -1;
+	kill(d->pid, SIGKILL);
+	waitpid(d->pid, &status, 0);
+	d->pid = -1;
+	close(d->notify_fd);
+	return 0;
+}
+
+int
 th_stop(struct th_daemon *d)
 {
 	long deadline = th_now_ms() + TH_STOP_TIMEOUT_MS;

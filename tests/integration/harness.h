@@ -43,6 +43,8 @@ int th_start(struct th_daemon *d, const char *name, const char *config);
 int th_wait_ready(struct th_daemon *d);
 /* SIGTERM; returns the exit status, or -1 if it had to be killed. */
 int th_stop(struct th_daemon *d);
+/* SIGKILL (a crash, for tests of recovery) and reap; 0 or -1. */
+int th_kill(struct th_daemon *d);
 /* Is the process still running? */
 int th_alive(struct th_daemon *d);
 /* Does its log contain s? */

@@ -48,7 +48,12 @@ static const char c4p_conf[] = "server:\n"
 			       "    token: " OPS_TOKEN "\n"
 			       "    roles: [ctl]\n";
 
+/* CCL clients of job-42 are served; its master is never up here. */
 static const char agent_conf[] = "node_name: node-a\n"
+				 "masters:\n"
+				 "  - job: job-42\n"
+				 "    address: 127.0.0.1:1\n"
+				 "    token: " AGENT_TOKEN "\n"
 				 "socket:\n"
 				 "  path: @DIR@/agent.sock\n"
 				 "  mode: 0600\n"

@@ -1,0 +1,138 @@
+/*
+ * agent.h - c4a-agent's parts: configuration (main.c), per-job interval
+ * aggregation (aggregate.c, agg_) and the sessions to the job masters
+ * (upstream.c, up_).
+ *
+ * Data flow: CCL processes of the node send CommRegister and
+ * TelemetryBatch over the unix socket; per job, registrations are merged
+ * (union of rank entries) and forwarded at once, batches are merged into
+ * one TelemetryBatch per agent interval and handed to the job's upstream,
+ * which keeps them in a bounded FIFO while its master is away.
+ */
+#ifndef C4_AGENT_H
+#define C4_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "cfg.h"
+#include "msg.h"
+
+/* Aggregation limits, per job. */
+#define AGG_RECORDS_MAX (1u << 20) /* summaries held in one interval */
+#define AGG_RANKS_MAX	65536u	   /* (comm, rank) pairs tracked */
+#define AGG_COMMS_MAX	4096u	   /* communicators registered */
+
+/* Upstream sessions. */
+#define UP_BACKOFF_MIN_MS   100
+#define UP_BACKOFF_MAX_MS   10000
+#define UP_HELLO_TIMEOUT_MS 5000
+#define UP_SILENT_BEATS	    3	       /* heartbeats unanswered: reconnect */
+#define UP_OUT_HIGH	    (1u << 20) /* bytes handed to the socket at once */
+#define UP_READ_MAX	    (1u << 20) /* largest frame accepted from a master */
+
+/* One entry of "masters:". */
+struct agent_master_conf {
+	char *job;
+	char *address;
+	char *token;
+	char *token_file;
+	struct cfg_pos pos;
+	char *secret; /* filled by validation */
+};
+
+/* ---- aggregate.c ----------------------------------------------------------
+ */
+
+struct agg;
+
+struct agg_stats {
+	uint64_t batches;	  /* client batches merged */
+	uint64_t records;	  /* summaries in them */
+	uint64_t registrations;	  /* CommRegister messages taken */
+	uint64_t records_refused; /* over AGG_RECORDS_MAX in an interval */
+	uint64_t client_dropped;  /* dropped_records the clients told */
+	uint64_t progress_filled; /* Progress entries made for silent ranks */
+};
+
+struct agg *agg_new(const char *job, const char *host);
+void agg_free(struct agg *a);
+/*
+ * Merges a registration into the job's (comm_hash) entry: the union of rank
+ * entries (a later entry for a rank replaces the earlier).  A destroyed
+ * registration forgets the comm.  When anything changed, *frame gets the
+ * frame to forward (the merged registration, or the destroyed one; the
+ * caller frees it).  0 (changed or not), or -1 over a limit or on ENOMEM.
+ */
+int agg_register(struct agg *a, const C4__CommRegister *m, uint8_t **frame,
+		 size_t *len);
+size_t agg_ncomms(const struct agg *a);
+/* The frame of the i-th merged registration (caller frees), or NULL. */
+uint8_t *agg_comm_frame(const struct agg *a, size_t i, size_t *len);
+/* Ranks known to the job (registered or reported). */
+uint32_t agg_nranks(const struct agg *a);
+/*
+ * Takes a client's batch into the current interval (copied).  -1 if it
+ * does not fit AGG_RECORDS_MAX (its records are counted as dropped).
+ */
+int agg_add(struct agg *a, const C4__TelemetryBatch *b);
+/*
+ * Ends the interval: one TelemetryBatch holding every record taken since
+ * the last call, plus a Progress entry with the last known markers for each
+ * known rank that sent none, dropped_records = what clients reported lost
+ * + extra_dropped + records refused.  Returns the frame (caller frees) with
+ * its record count, or NULL on ENOMEM (the interval's records are then
+ * lost and counted for the next one).
+ */
+uint8_t *agg_take(struct agg *a, uint64_t interval_id, uint64_t start_ns,
+		  uint32_t interval_ms, uint64_t extra_dropped, size_t *len,
+		  uint64_t *records);
+const struct agg_stats *agg_get_stats(const struct agg *a);
+
+/* ---- upstream.c -----------------------------------------------------------
+ */
+
+struct up;
+struct evdns_base;
+
+struct up_stats {
+	uint64_t connected; /* 0 or 1 */
+	uint64_t sessions;
+	uint64_t reconnects;	   /* sessions after the first */
+	uint64_t connect_failures; /* attempts that got no session */
+	uint64_t frames_forwarded;
+	uint64_t bytes_forwarded;
+	uint64_t frames_buffered; /* in the FIFO now */
+	uint64_t bytes_buffered;
+	uint64_t frames_dropped; /* batches dropped from a full FIFO */
+	uint64_t records_dropped;
+	uint64_t errors; /* Error messages from the master */
+};
+
+/* Called each time a session to the master is up (hello answered). */
+typedef void (*up_ready_fn)(struct up *u, void *arg);
+
+struct up *up_new(struct event_base *base, struct evdns_base *dns,
+		  const struct agent_master_conf *m, const char *node,
+		  size_t buffer_limit, up_ready_fn ready, void *arg);
+void up_free(struct up *u);
+/*
+ * Queues a batch frame (taking it) in the FIFO of at most buffer_limit
+ * bytes, dropping the oldest batches to make room, and sends what the
+ * session can take.
+ */
+void up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records);
+/*
+ * Sends a frame now if the session is up (registrations: they are all sent
+ * again on the next session anyway); otherwise does nothing.
+ */
+void up_send_now(struct up *u, const uint8_t *frame, size_t len);
+/* Records dropped since the last call, for the next batch's count. */
+uint64_t up_take_dropped(struct up *u);
+int up_is_ready(const struct up *u);
+const char *up_address(const struct up *u);
+const struct up_stats *up_get_stats(const struct up *u);
+
+#endif

@@ -1,0 +1,526 @@
+/*
+ * upstream.c - the agent's session to one job master: non-blocking connect,
+ * hello as an agent, heartbeats at the master's interval, replies read and
+ * validated, reconnection with jittered exponential backoff, and a FIFO of
+ * batch frames bounded in bytes that holds what the master cannot take.
+ */
+#define LOG_SUBSYS "upstream"
+
+#include "agent.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/dns.h>
+
+#include "c4_build.h"
+#include "log.h"
+#include "net.h"
+
+enum up_state {
+	UP_WAIT,       /* no session; the retry timer runs */
+	UP_CONNECTING, /* TCP (or unix) connect in progress */
+	UP_HELLO,      /* hello sent, reply awaited */
+	UP_READY,
+};
+
+struct up_frame {
+	STAILQ_ENTRY(up_frame) entry;
+	uint8_t *buf;
+	size_t len;
+	uint64_t records;
+};
+
+struct up {
+	struct event_base *base;
+	struct evdns_base *dns;
+	char *job, *address, *secret, *node;
+	struct net_addr addr;
+	struct bufferevent *bev;
+	struct event *timer; /* retry, or hello timeout */
+	struct event *hb;
+	enum up_state state;
+	unsigned backoff_ms;
+	unsigned seed;
+	uint32_t max_frame, hb_ms;
+	uint64_t seq;
+	STAILQ_HEAD(, up_frame) fifo;
+	size_t limit;
+	uint64_t pending_dropped;
+	up_ready_fn ready;
+	void *arg;
+	struct up_stats st;
+};
+
+static void up_connect(struct up *u);
+
+static void
+up_timer_ms(struct event *ev, unsigned ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+	event_add(ev, &tv);
+}
+
+/* Closes the session (if any) and schedules the next attempt. */
+static void
+up_down(struct up *u, const char *why)
+{
+	unsigned d = u->backoff_ms;
+
+	if (u->state == UP_READY)
+		log_warnx("master %s (job %s): session lost: %s", u->address,
+			  u->job, why);
+	else
+		log_debug("master %s (job %s): no session: %s", u->address,
+			  u->job, why);
+	if (u->state != UP_READY)
+		u->st.connect_failures++;
+	if (u->bev != NULL) {
+		bufferevent_free(u->bev);
+		u->bev = NULL;
+	}
+	event_del(u->hb);
+	event_del(u->timer);
+	u->state = UP_WAIT;
+	u->st.connected = 0;
+	/* Jitter into [d/2, d] so that agents do not reconnect in step. */
+	up_timer_ms(u->timer, d / 2 + (unsigned)rand_r(&u->seed) % (d / 2 + 1));
+	u->backoff_ms = d * 2 > UP_BACKOFF_MAX_MS ? UP_BACKOFF_MAX_MS : d * 2;
+}
+
+static int
+up_write(struct up *u, C4__MsgType type, void *body)
+{
+	C4__Envelope env;
+	struct evbuffer_iovec iov;
+	struct evbuffer *out = bufferevent_get_output(u->bev);
+	size_t n;
+
+	msg_init(&env, type, body);
+	env.has_seq = 1;
+	env.seq = ++u->seq;
+	n = msg_frame_size(&env);
+	if (evbuffer_reserve_space(out, (ev_ssize_t)n, &iov, 1) < 1)
+		return -1;
+	iov.iov_len = msg_pack_frame(&env, iov.iov_base);
+	return evbuffer_commit_space(out, &iov, 1);
+}
+
+static void
+up_frame_free(struct up_frame *f)
+{
+	free(f->buf);
+	free(f);
+}
+
+/* Drops the oldest batch of the FIFO, counting its records. */
+static void
+up_drop_head(struct up *u)
+{
+	struct up_frame *f = STAILQ_FIRST(&u->fifo);
+
+	STAILQ_REMOVE_HEAD(&u->fifo, entry);
+	u->st.frames_buffered--;
+	u->st.bytes_buffered -= f->len;
+	u->st.frames_dropped++;
+	u->st.records_dropped += f->records;
+	u->pending_dropped += f->records;
+	up_frame_free(f);
+}
+
+/* Hands FIFO frames to the socket while it takes them (UP_OUT_HIGH). */
+static void
+up_pump(struct up *u)
+{
+	struct evbuffer *out;
+	struct up_frame *f;
+
+	if (u->state != UP_READY)
+		return;
+	out = bufferevent_get_output(u->bev);
+	while ((f = STAILQ_FIRST(&u->fifo)) != NULL &&
+	       evbuffer_get_length(out) < UP_OUT_HIGH) {
+		if (f->len > FRAME_HDR_LEN + (size_t)u->max_frame) {
+			log_warnx("master %s: a batch of %zu bytes is above "
+				  "its max_frame %u; dropped",
+				  u->address, f->len, u->max_frame);
+			up_drop_head(u);
+			continue;
+		}
+		if (evbuffer_add(out, f->buf, f->len) < 0)
+			return;
+		STAILQ_REMOVE_HEAD(&u->fifo, entry);
+		u->st.frames_buffered--;
+		u->st.bytes_buffered -= f->len;
+		u->st.frames_forwarded++;
+		u->st.bytes_forwarded += f->len;
+		up_frame_free(f);
+	}
+}
+
+static void
+up_hb_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct up *u = arg;
+	C4__Heartbeat hb = C4__HEARTBEAT__INIT;
+	struct timespec ts;
+
+	(void)fd;
+	(void)what;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	hb.has_sent_ns = 1;
+	hb.sent_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (u->state == UP_READY)
+		up_write(u, C4__MSG_TYPE__MSG_HEARTBEAT, &hb);
+}
+
+/* The master's hello reply: the session is up. */
+static int
+up_hello_reply(struct up *u, const C4__HelloReply *r)
+{
+	struct timeval hb, idle;
+
+	if (r->has_role && r->role != C4__ROLE__ROLE_MASTER) {
+		log_warnx("master %s: answered as %s, not a master", u->address,
+			  msg_role_name(r->role));
+		return -1;
+	}
+	if (r->job_id != NULL && strcmp(r->job_id, u->job) != 0) {
+		log_warnx("master %s serves job %s, not %s", u->address,
+			  r->job_id, u->job);
+		return -1;
+	}
+	u->max_frame = r->has_max_frame && r->max_frame >= FRAME_MAX_MIN
+			       ? r->max_frame
+			       : FRAME_MAX_DEFAULT;
+	u->hb_ms = r->has_heartbeat_interval_ms && r->heartbeat_interval_ms
+			   ? r->heartbeat_interval_ms
+			   : 5000;
+	event_del(u->timer);
+	u->state = UP_READY;
+	u->backoff_ms = UP_BACKOFF_MIN_MS;
+	u->st.connected = 1;
+	if (u->st.sessions++ > 0)
+		u->st.reconnects++;
+	log_info("master %s (job %s): session %llu up", u->address, u->job,
+		 (unsigned long long)r->session_id);
+	hb.tv_sec = u->hb_ms / 1000;
+	hb.tv_usec = (u->hb_ms % 1000) * 1000;
+	event_add(u->hb, &hb);
+	/* A master that answers no heartbeat for a while is gone. */
+	idle.tv_sec = (u->hb_ms * UP_SILENT_BEATS) / 1000;
+	idle.tv_usec = ((u->hb_ms * UP_SILENT_BEATS) % 1000) * 1000;
+	bufferevent_set_timeouts(u->bev, &idle, NULL);
+	/* Registrations first, then what was buffered, in order. */
+	if (u->ready != NULL)
+		u->ready(u, u->arg);
+	up_pump(u);
+	return 0;
+}
+
+/* One message from the master; -1 when the session must end. */
+static int
+up_handle(struct up *u, const C4__Envelope *env)
+{
+	switch (env->type) {
+	case C4__MSG_TYPE__MSG_HELLO_REPLY:
+		if (u->state != UP_HELLO) {
+			log_warnx("master %s: a second hello reply",
+				  u->address);
+			return -1;
+		}
+		return up_hello_reply(u, env->hello_reply);
+	case C4__MSG_TYPE__MSG_ERROR:
+		u->st.errors++;
+		log_warnx("master %s (job %s): error %d: %s", u->address,
+			  u->job, env->error->code,
+			  env->error->text ? env->error->text : "");
+		return env->error->fatal ? -1 : 0;
+	case C4__MSG_TYPE__MSG_GOODBYE:
+		return -1;
+	default:
+		if (u->state != UP_READY) {
+			log_warnx("master %s: %s before the hello reply",
+				  u->address, msg_type_name(env->type));
+			return -1;
+		}
+		return 0; /* heartbeat echoes; events are not for agents */
+	}
+}
+
+static void
+up_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct up *u = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	for (unsigned handled = 0; handled < FRAME_PER_CALLBACK; handled++) {
+		uint8_t hdr[FRAME_HDR_LEN], *body;
+		struct msg_err err;
+		C4__Envelope *env;
+		uint32_t len;
+		int rc;
+
+		if (evbuffer_get_length(in) < FRAME_HDR_LEN)
+			return;
+		evbuffer_copyout(in, hdr, FRAME_HDR_LEN);
+		if (frame_peek(hdr, FRAME_HDR_LEN, UP_READ_MAX, &len) ==
+		    FRAME_TOO_BIG) {
+			log_warnx("master %s: frame of %u bytes; closing",
+				  u->address, len);
+			up_down(u, "oversized frame");
+			return;
+		}
+		if (evbuffer_get_length(in) < FRAME_HDR_LEN + (size_t)len)
+			return;
+		body = evbuffer_pullup(in, (ev_ssize_t)(FRAME_HDR_LEN + len));
+		env = msg_unpack(body + FRAME_HDR_LEN, len, &err);
+		evbuffer_drain(in, FRAME_HDR_LEN + len);
+		if (env == NULL) {
+			log_warnx("master %s: %s; closing", u->address,
+				  err.text);
+			up_down(u, "malformed message");
+			return;
+		}
+		rc = up_handle(u, env);
+		msg_free(env);
+		if (rc < 0) {
+			up_down(u, "closed after the master's answer");
+			return;
+		}
+	}
+	/* More than FRAME_PER_CALLBACK from a master: serve the rest later. */
+	if (evbuffer_get_length(in) >= FRAME_HDR_LEN)
+		bufferevent_trigger(bev, EV_READ, BEV_TRIG_DEFER_CALLBACKS);
+}
+
+static void
+up_write_cb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	up_pump(arg);
+}
+
+static void
+up_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct up *u = arg;
+	C4__Hello h = C4__HELLO__INIT;
+	struct timeval tv = {UP_HELLO_TIMEOUT_MS / 1000,
+			     (UP_HELLO_TIMEOUT_MS % 1000) * 1000};
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		h.has_role = 1;
+		h.role = C4__ROLE__ROLE_AGENT;
+		h.software_version = (char *)C4_VERSION;
+		h.job_id = u->job;
+		h.node_name = u->node;
+		h.has_credential = 1;
+		h.credential.data = (uint8_t *)u->secret;
+		h.credential.len = strlen(u->secret);
+		h.has_min_version = h.has_max_version = 1;
+		h.min_version = h.max_version = C4_PROTO_VERSION;
+		h.has_pid = 1;
+		h.pid = (uint32_t)getpid();
+		if (up_write(u, C4__MSG_TYPE__MSG_HELLO, &h) < 0) {
+			up_down(u, "cannot queue the hello");
+			return;
+		}
+		u->state = UP_HELLO;
+		/* The hello reply must come within the bound. */
+		event_del(u->timer);
+		event_add(u->timer, &tv);
+		return;
+	}
+	if (what & BEV_EVENT_TIMEOUT)
+		up_down(u, "master silent");
+	else if (what & BEV_EVENT_EOF)
+		up_down(u, "closed by the master");
+	else
+		up_down(u,
+			evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+static void
+up_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct up *u = arg;
+
+	(void)fd;
+	(void)what;
+	if (u->state == UP_WAIT)
+		up_connect(u);
+	else if (u->state != UP_READY)
+		up_down(u, "no hello reply in time");
+}
+
+/* Starts a non-blocking connect; failures come back through up_down(). */
+static void
+up_connect(struct up *u)
+{
+	int rc;
+
+	u->bev = bufferevent_socket_new(u->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (u->bev == NULL) {
+		up_down(u, "out of memory");
+		return;
+	}
+	bufferevent_setcb(u->bev, up_read_cb, up_write_cb, up_event_cb, u);
+	bufferevent_setwatermark(u->bev, EV_WRITE, UP_OUT_HIGH / 2, 0);
+	bufferevent_enable(u->bev, EV_READ | EV_WRITE);
+	u->state = UP_CONNECTING;
+	/* Connecting and resolving share the hello's bound. */
+	up_timer_ms(u->timer, UP_HELLO_TIMEOUT_MS);
+	if (u->addr.family == AF_UNIX) {
+		struct sockaddr_un sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sun_family = AF_UNIX;
+		memcpy(sa.sun_path, u->addr.path, sizeof(u->addr.path));
+		rc = bufferevent_socket_connect(u->bev, (struct sockaddr *)&sa,
+						sizeof(sa));
+	} else {
+		rc = bufferevent_socket_connect_hostname(
+			u->bev, u->dns, AF_UNSPEC, u->addr.host, u->addr.port);
+	}
+	/* An immediate failure has already called up_event_cb (up_down). */
+	if (rc < 0 && u->state == UP_CONNECTING)
+		up_down(u, "connect failed");
+}
+
+struct up *
+up_new(struct event_base *base, struct evdns_base *dns,
+       const struct agent_master_conf *m, const char *node, size_t buffer_limit,
+       up_ready_fn ready, void *arg)
+{
+	struct up *u = calloc(1, sizeof(*u));
+	char err[256];
+
+	if (u == NULL)
+		return NULL;
+	u->base = base;
+	u->dns = dns;
+	STAILQ_INIT(&u->fifo);
+	u->job = strdup(m->job);
+	u->address = strdup(m->address);
+	u->secret = strdup(m->secret);
+	u->node = strdup(node);
+	u->limit = buffer_limit;
+	u->ready = ready;
+	u->arg = arg;
+	u->backoff_ms = UP_BACKOFF_MIN_MS;
+	u->max_frame = FRAME_MAX_DEFAULT;
+	u->seed = (unsigned)getpid() ^ (unsigned)(uintptr_t)u;
+	u->timer = evtimer_new(base, up_timer_cb, u);
+	u->hb = event_new(base, -1, EV_PERSIST, up_hb_cb, u);
+	if (u->job == NULL || u->address == NULL || u->secret == NULL ||
+	    u->node == NULL || u->timer == NULL || u->hb == NULL ||
+	    net_addr_parse(m->address, &u->addr, err, sizeof(err)) < 0) {
+		up_free(u);
+		return NULL;
+	}
+	up_connect(u);
+	return u;
+}
+
+void
+up_free(struct up *u)
+{
+	struct up_frame *f;
+
+	if (u == NULL)
+		return;
+	if (u->bev != NULL)
+		bufferevent_free(u->bev);
+	if (u->timer != NULL)
+		event_free(u->timer);
+	if (u->hb != NULL)
+		event_free(u->hb);
+	while ((f = STAILQ_FIRST(&u->fifo)) != NULL) {
+		STAILQ_REMOVE_HEAD(&u->fifo, entry);
+		up_frame_free(f);
+	}
+	free(u->job);
+	free(u->address);
+	free(u->secret);
+	free(u->node);
+	free(u);
+}
+
+void
+up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records)
+{
+	struct up_frame *f;
+
+	if (len > u->limit) {
+		log_warnx("master %s: a batch of %zu bytes is above "
+			  "buffer_limit; dropped",
+			  u->address, len);
+		u->st.frames_dropped++;
+		u->st.records_dropped += records;
+		u->pending_dropped += records;
+		free(frame);
+		return;
+	}
+	f = calloc(1, sizeof(*f));
+	if (f == NULL) {
+		u->st.frames_dropped++;
+		u->st.records_dropped += records;
+		u->pending_dropped += records;
+		free(frame);
+		return;
+	}
+	while (!STAILQ_EMPTY(&u->fifo) && u->st.bytes_buffered + len > u->limit)
+		up_drop_head(u);
+	f->buf = frame;
+	f->len = len;
+	f->records = records;
+	STAILQ_INSERT_TAIL(&u->fifo, f, entry);
+	u->st.frames_buffered++;
+	u->st.bytes_buffered += len;
+	up_pump(u);
+}
+
+void
+up_send_now(struct up *u, const uint8_t *frame, size_t len)
+{
+	if (u->state != UP_READY)
+		return;
+	evbuffer_add(bufferevent_get_output(u->bev), frame, len);
+}
+
+uint64_t
+up_take_dropped(struct up *u)
+{
+	uint64_t n = u->pending_dropped;
+
+	u->pending_dropped = 0;
+	return n;
+}
+
+int
+up_is_ready(const struct up *u)
+{
+	return u->state == UP_READY;
+}
+
+const char *
+up_address(const struct up *u)
+{
+	return u->address;
+}
+
+const struct up_stats *
+up_get_stats(const struct up *u)
+{
+	return &u->st;
+}
