@@ -76,8 +76,8 @@ START_TEST(test_ring_full_and_reset)
 	ck_assert_uint_eq(ring_drops(&r), 1);
 	ring_reset(&r);
 	ck_assert_int_eq(ring_pop(&r, &v), -1);
-	ck_assert_int_eq(ring_init(&r, RING_CAP_MAX + 1, 4), -1);
 	ring_free(&r);
+	ck_assert_int_eq(ring_init(&r, RING_CAP_MAX + 1, 4), -1);
 }
 END_TEST
 
@@ -153,8 +153,8 @@ START_TEST(test_pool_exhaustion)
 	ck_assert_uint_eq(pool_drops(&p), 2);
 	pool_put(&p, 1);
 	ck_assert_int_eq(pool_get(&p), 1);
-	ck_assert_int_eq(pool_init(&p, 0), -1);
 	pool_free(&p);
+	ck_assert_int_eq(pool_init(&p, 0), -1);
 }
 END_TEST
 
