@@ -1420,6 +1420,12 @@ prof_tick(int report)
 		g.interval_start = now;
 		g.interval_start_rt = g.clock ? now : prof_realtime();
 		prof_detail_poll();
+		/* A recording survives a process that never finalizes. */
+		if (g.rec != NULL) {
+			pthread_mutex_lock(&g.rec_lock);
+			fflush(g.rec);
+			pthread_mutex_unlock(&g.rec_lock);
+		}
 	}
 }
 
