@@ -68,7 +68,7 @@ struct prof_rec {
 	uint8_t algo, proto;
 	int32_t peer;
 	uint32_t nch;
-	uint64_t seq; /* NCCL's seqNumber + 1; 0: unknown */
+	uint64_t seq; /* the comm's collective ordinal (from 1); 0: unknown */
 	uint64_t t;   /* CLOCK_MONOTONIC (or the test clock), ns */
 	uint64_t v[8];
 };
@@ -532,10 +532,18 @@ prof_init(void **ctx, uint64_t comm_hash, int *mask, const char *name,
 
 	*ctx = NULL;
 	pthread_mutex_lock(&g.lock);
-	if (!g.open || nranks <= 0 || rank < 0 || rank >= nranks) {
+	/*
+	 * NCCL's mask is one variable for all communicators of the process:
+	 * it is cleared only when the plugin is off as a whole.
+	 */
+	if (!g.open) {
 		if (mask != NULL)
 			*mask = 0;
 		ret = 0; /* inactive: NCCL goes on without events */
+		goto out;
+	}
+	if (nranks <= 0 || rank < 0 || rank >= nranks) {
+		ret = 0; /* this communicator unobserved */
 		goto out;
 	}
 	c = prof_comm_new(comm_hash, nnodes, nranks, rank);
@@ -546,7 +554,6 @@ prof_init(void **ctx, uint64_t comm_hash, int *mask, const char *name,
 			break;
 	if (i == PROF_COMMS_MAX) {
 		prof_comm_free(c);
-		*mask = 0;
 		ret = 0;
 		goto out;
 	}
@@ -606,7 +613,7 @@ prof_start_coll(struct prof_comm *c, const struct prof_descr *d, uint64_t now)
 
 	atomic_store_explicit(&s->tag, 0, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&s->seq, d->seq + 1, memory_order_relaxed);
+	atomic_store_explicit(&s->seq, ctr, memory_order_relaxed);
 	atomic_store_explicit(&s->func, d->func, memory_order_relaxed);
 	atomic_store_explicit(&s->algo, d->algo, memory_order_relaxed);
 	atomic_store_explicit(&s->t_start, now, memory_order_relaxed);
@@ -619,7 +626,7 @@ prof_start_coll(struct prof_comm *c, const struct prof_descr *d, uint64_t now)
 	r.algo = (uint8_t)d->algo;
 	r.proto = (uint8_t)d->proto;
 	r.nch = d->nchannels;
-	r.seq = d->seq + 1;
+	r.seq = ctr;
 	r.t = now;
 	r.v[0] = d->bytes;
 	r.v[1] = g.clock ? now : prof_realtime();

@@ -21,6 +21,13 @@
  * slots per communicator that children read with a sequence lock: a Coll's
  * stop means "enqueued", its kernel channels and proxy operations come
  * later on other threads and look up the Coll's sequence number then.
+ *
+ * Sequence numbers.  NCCL's coll.seqNumber counts per function
+ * (comm->seqNumber[func]), so it cannot order an AllReduce against a
+ * Broadcast.  The plugin reports its own ordinal instead: the number of
+ * Coll events of the communicator so far, from 1.  It is the same on
+ * every rank because every rank must issue the same collectives in the
+ * same order; progress markers and first/last seq use it.
  */
 #ifndef C4_PROF_H
 #define C4_PROF_H

@@ -453,6 +453,45 @@ START_TEST(test_settle_short_channels)
 }
 END_TEST
 
+/*
+ * NCCL numbers collectives per function: AllReduce 0 and Broadcast 0 are
+ * two ops.  The plugin's ordinal tells them apart (entered 2, both done),
+ * and a communicator it cannot observe leaves NCCL's shared mask alone.
+ */
+START_TEST(test_ordinal_across_functions)
+{
+	struct seen s = {0};
+	struct prof_descr d = {.type = NCCL_EV_COLL, .seq = 0, .nchannels = 1};
+	int mask, mask2;
+	void *ctx, *ctx2, *c, *k;
+
+	open_core(0, &s);
+	prof_init(&ctx, 7, &mask, NULL, 1, 2, 0);
+	mask2 = 12345;
+	prof_init(&ctx2, 8, &mask2, NULL, 1, 2, 5); /* rank out of range */
+	ck_assert_ptr_null(ctx2);
+	ck_assert_int_eq(mask2, 12345);
+	d.func = C4CLIENT_ALLREDUCE;
+	prof_start(ctx, &c, &d);
+	prof_stop(c);
+	k = kch(ctx, c, 0);
+	prof_state(k, NCCL_ST_KERNEL_CH_STOP, 0, 3000);
+	prof_stop(k);
+	d.func = C4CLIENT_BROADCAST;
+	prof_start(ctx, &c, &d);
+	prof_stop(c);
+	k = kch(ctx, c, 0);
+	prof_state(k, NCCL_ST_KERNEL_CH_STOP, 0, 3000);
+	prof_stop(k);
+	prof_tick(1);
+	ck_assert_uint_eq(s.r[0].entered, 2);
+	ck_assert_uint_eq(s.r[0].completed, 2);
+	ck_assert_uint_eq(s.r[0].first_entered, 1);
+	prof_finalize(ctx);
+	prof_close();
+}
+END_TEST
+
 #define MT_THREADS 4
 #define MT_OPS	   20000
 
@@ -562,6 +601,7 @@ prof_suite(void)
 	tcase_add_test(tc, test_pxn_proxy_op);
 	tcase_add_test(tc, test_progress_of_a_stuck_op);
 	tcase_add_test(tc, test_settle_short_channels);
+	tcase_add_test(tc, test_ordinal_across_functions);
 	tcase_add_test(tc, test_many_threads);
 	tcase_add_test(tc, test_names);
 	suite_add_tcase(s, tc);
