@@ -1571,6 +1571,7 @@ prof_open(const struct prof_config *cfg)
 	if (cfg->thread) {
 		if (pthread_create(&g.thread, NULL, prof_thread, NULL) != 0)
 			goto fail;
+		pthread_setname_np(g.thread, "c4-nccl-prof");
 		g.have_thread = 1;
 	}
 	g.open = 1;
