@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <event2/event.h>
 
@@ -21,9 +22,16 @@
 #include "msg.h"
 
 /* Aggregation limits, per job. */
-#define AGG_RECORDS_MAX (1u << 20) /* summaries held in one interval */
-#define AGG_RANKS_MAX	65536u	   /* (comm, rank) pairs tracked */
-#define AGG_COMMS_MAX	4096u	   /* communicators registered */
+#define AGG_RECORDS_MAX (1u << 20)   /* summaries held in one interval */
+#define AGG_BYTES_MAX	(256u << 20) /* their encoded size, likewise */
+#define AGG_RANKS_MAX	65536u	     /* (comm, rank) pairs tracked */
+#define AGG_COMMS_MAX	4096u	     /* communicators registered */
+/*
+ * Bytes of one forwarded batch before it is cut in parts: well below a
+ * master's default max_frame (4 MiB), so that one interval of a large
+ * all-to-all job still gets through.
+ */
+#define AGG_PART_TARGET (1u << 20)
 
 /* Upstream sessions. */
 #define UP_BACKOFF_MIN_MS   100
@@ -55,6 +63,7 @@ struct agg_stats {
 	uint64_t records_refused; /* over AGG_RECORDS_MAX in an interval */
 	uint64_t client_dropped;  /* dropped_records the clients told */
 	uint64_t progress_filled; /* Progress entries made for silent ranks */
+	uint64_t parts;		  /* batches forwarded (parts of intervals) */
 };
 
 struct agg *agg_new(const char *job, const char *host);
@@ -75,20 +84,32 @@ uint8_t *agg_comm_frame(const struct agg *a, size_t i, size_t *len);
 uint32_t agg_nranks(const struct agg *a);
 /*
  * Takes a client's batch into the current interval (copied).  -1 if it
- * does not fit AGG_RECORDS_MAX (its records are counted as dropped).
+ * does not fit AGG_RECORDS_MAX or AGG_BYTES_MAX (its records are counted
+ * as dropped).
  */
 int agg_add(struct agg *a, const C4__TelemetryBatch *b);
+/* One part of an interval's batch: a whole frame. */
+struct agg_part {
+	uint8_t *frame;
+	size_t len;
+	uint64_t records; /* summaries in it */
+	uint64_t dropped; /* its dropped_records */
+};
+
 /*
  * Ends the interval: one TelemetryBatch holding every record taken since
  * the last call, plus a Progress entry with the last known markers for each
  * known rank that sent none, dropped_records = what clients reported lost
- * + extra_dropped + records refused.  Returns the frame (caller frees) with
- * its record count, or NULL on ENOMEM (the interval's records are then
- * lost and counted for the next one).
+ * + extra_dropped + records refused.  A batch above AGG_PART_TARGET bytes
+ * is cut into several with the same interval (the first carries
+ * dropped_records).  Returns the number of parts in *parts (at least 1;
+ * free with agg_parts_free()), or -1 on ENOMEM (the interval's records are
+ * then lost and counted for the next one).
  */
-uint8_t *agg_take(struct agg *a, uint64_t interval_id, uint64_t start_ns,
-		  uint32_t interval_ms, uint64_t extra_dropped, size_t *len,
-		  uint64_t *records);
+ssize_t agg_take(struct agg *a, uint64_t interval_id, uint64_t start_ns,
+		 uint32_t interval_ms, uint64_t extra_dropped,
+		 struct agg_part **parts);
+void agg_parts_free(struct agg_part *parts, size_t n);
 const struct agg_stats *agg_get_stats(const struct agg *a);
 
 /* ---- upstream.c -----------------------------------------------------------
@@ -121,9 +142,11 @@ void up_free(struct up *u);
 /*
  * Queues a batch frame (taking it) in the FIFO of at most buffer_limit
  * bytes, dropping the oldest batches to make room, and sends what the
- * session can take.
+ * session can take.  carried is the batch's dropped_records: when the
+ * batch itself is dropped, that count is told in a later one instead.
  */
-void up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records);
+void up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records,
+		   uint64_t carried);
 /*
  * Sends a frame now if the session is up (registrations: they are all sent
  * again on the next session anyway); otherwise does nothing.

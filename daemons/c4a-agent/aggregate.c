@@ -33,6 +33,7 @@ struct agg {
 	C4__TelemetryBatch **held; /* copies of this interval's batches */
 	size_t nheld, capheld;
 	uint64_t records; /* in held */
+	uint64_t bytes;	  /* their encoded size */
 	uint64_t dropped; /* to report in the next batch */
 	struct agg_stats st;
 };
@@ -107,6 +108,7 @@ agg_drop_held(struct agg *a)
 		agg_msg_free(a->held[i]);
 	a->nheld = 0;
 	a->records = 0;
+	a->bytes = 0;
 }
 
 void
@@ -180,6 +182,8 @@ agg_rank_forget(struct agg *a, uint64_t comm)
 
 	while (hi < a->nranks && a->ranks[hi].comm == comm)
 		hi++;
+	if (hi == lo)
+		return;
 	memmove(a->ranks + lo, a->ranks + hi,
 		(a->nranks - hi) * sizeof(*a->ranks));
 	a->nranks -= hi - lo;
@@ -386,11 +390,15 @@ agg_add(struct agg *a, const C4__TelemetryBatch *b)
 {
 	uint64_t n = b->n_colls + b->n_conns + b->n_waits + b->n_progress;
 	C4__TelemetryBatch *cp;
+	size_t size;
 
 	if (b->has_dropped_records)
 		a->st.client_dropped += b->dropped_records;
 	a->dropped += b->dropped_records;
 	if (a->records + n > AGG_RECORDS_MAX)
+		goto refuse;
+	size = c4__telemetry_batch__get_packed_size(b);
+	if (a->bytes + size > AGG_BYTES_MAX)
 		goto refuse;
 	if (a->nheld == a->capheld) {
 		size_t cap = a->capheld ? a->capheld * 2 : 8;
@@ -406,6 +414,7 @@ agg_add(struct agg *a, const C4__TelemetryBatch *b)
 		goto refuse;
 	a->held[a->nheld++] = cp;
 	a->records += n;
+	a->bytes += size;
 	a->st.batches++;
 	a->st.records += n;
 	for (size_t i = 0; i < b->n_colls; i++) {
@@ -430,19 +439,102 @@ refuse:
 /* Appends the pointers of n items to the merged array at *at. */
 #define AGG_APPEND(dst, at, src, n)                                            \
 	do {                                                                   \
-		memcpy((dst) + (at), (src), (n) * sizeof(*(dst)));             \
+		if ((n) > 0)                                                   \
+			memcpy((dst) + (at), (src), (n) * sizeof(*(dst)));     \
 		(at) += (n);                                                   \
 	} while (0)
 
-uint8_t *
+void
+agg_parts_free(struct agg_part *parts, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(parts[i].frame);
+	free(parts);
+}
+
+/*
+ * Cuts the merged batch out into parts of at most AGG_PART_TARGET bytes
+ * (a single larger record makes a part of its own).  Records keep their
+ * order; dropped_records goes in the first part only.  Returns the number
+ * of parts (at least 1, an empty batch being one) or -1 on ENOMEM.
+ */
+static ssize_t
+agg_split(const C4__TelemetryBatch *out, struct agg_part **partsp)
+{
+	void **arr[4] = {(void **)out->colls, (void **)out->conns,
+			 (void **)out->waits, (void **)out->progress};
+	size_t cnt[4] = {out->n_colls, out->n_conns, out->n_waits,
+			 out->n_progress};
+	size_t idx[4] = {0, 0, 0, 0};
+	size_t base = 64 + strlen(out->job_id) + strlen(out->host);
+	struct agg_part *parts = NULL;
+	size_t nparts = 0;
+
+	for (;;) {
+		C4__TelemetryBatch p = *out;
+		size_t start[4], bytes = base, taken = 0;
+		struct agg_part *v;
+		int done = 1;
+
+		memcpy(start, idx, sizeof(start));
+		for (int k = 0; k < 4; k++) {
+			while (idx[k] < cnt[k]) {
+				/* Record, its tag and length prefix. */
+				size_t r = protobuf_c_message_get_packed_size(
+						   arr[k][idx[k]]) +
+					   8;
+
+				if (taken > 0 && bytes + r > AGG_PART_TARGET)
+					goto cut;
+				bytes += r;
+				taken++;
+				idx[k]++;
+			}
+		}
+	cut:
+		p.colls = out->colls + start[0];
+		p.n_colls = idx[0] - start[0];
+		p.conns = out->conns + start[1];
+		p.n_conns = idx[1] - start[1];
+		p.waits = out->waits + start[2];
+		p.n_waits = idx[2] - start[2];
+		p.progress = out->progress + start[3];
+		p.n_progress = idx[3] - start[3];
+		if (nparts > 0)
+			p.has_dropped_records = 0;
+		v = realloc(parts, (nparts + 1) * sizeof(*v));
+		if (v == NULL)
+			goto fail;
+		parts = v;
+		parts[nparts].frame = agg_frame(C4__MSG_TYPE__MSG_TELEMETRY, &p,
+						&parts[nparts].len);
+		if (parts[nparts].frame == NULL)
+			goto fail;
+		parts[nparts].records = taken;
+		parts[nparts].dropped =
+			p.has_dropped_records ? p.dropped_records : 0;
+		nparts++;
+		for (int k = 0; k < 4; k++)
+			if (idx[k] < cnt[k])
+				done = 0;
+		if (done)
+			break;
+	}
+	*partsp = parts;
+	return (ssize_t)nparts;
+fail:
+	agg_parts_free(parts, nparts);
+	return -1;
+}
+
+ssize_t
 agg_take(struct agg *a, uint64_t interval_id, uint64_t start_ns,
-	 uint32_t interval_ms, uint64_t extra_dropped, size_t *len,
-	 uint64_t *records)
+	 uint32_t interval_ms, uint64_t extra_dropped, struct agg_part **parts)
 {
 	C4__TelemetryBatch out = C4__TELEMETRY_BATCH__INIT;
 	size_t nc = 0, nn = 0, nw = 0, np = 0, nsilent = 0;
 	C4__Progress *fill = NULL;
-	uint8_t *frame = NULL;
+	ssize_t n = -1;
 
 	for (size_t i = 0; i < a->nranks; i++)
 		a->ranks[i].seen = 0;
@@ -510,15 +602,14 @@ agg_take(struct agg *a, uint64_t interval_id, uint64_t start_ns,
 	out.interval_ms = interval_ms;
 	out.has_dropped_records = 1;
 	out.dropped_records = a->dropped + extra_dropped;
-	frame = agg_frame(C4__MSG_TYPE__MSG_TELEMETRY, &out, len);
-	if (frame != NULL) {
-		*records = out.n_colls + out.n_conns + out.n_waits +
-			   out.n_progress;
+	n = agg_split(&out, parts);
+	if (n > 0) {
 		a->st.progress_filled += nsilent;
+		a->st.parts += (uint64_t)n;
 		a->dropped = 0;
 	}
 out:
-	if (frame == NULL)
+	if (n < 0)
 		a->dropped += a->records + extra_dropped;
 	free(out.colls);
 	free(out.conns);
@@ -526,7 +617,7 @@ out:
 	free(out.progress);
 	free(fill);
 	agg_drop_held(a);
-	return frame;
+	return n;
 }
 
 const struct agg_stats *

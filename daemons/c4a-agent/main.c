@@ -256,20 +256,25 @@ c4a_tick_cb(evutil_socket_t fd, short what, void *arg)
 	st->interval_id++;
 	for (size_t i = 0; i < st->njobs; i++) {
 		struct c4a_job *j = &st->jobs[i];
-		uint64_t records = 0;
-		size_t len;
-		uint8_t *f = agg_take(j->agg, st->interval_id,
-				      st->interval_start_ns, st->interval_ms,
-				      up_take_dropped(j->up), &len, &records);
+		struct agg_part *parts;
+		ssize_t n = agg_take(j->agg, st->interval_id,
+				     st->interval_start_ns, st->interval_ms,
+				     up_take_dropped(j->up), &parts);
 
-		if (f == NULL) {
+		if (n < 0) {
 			log_warnx("job %s: no memory for interval %llu", j->job,
 				  (unsigned long long)st->interval_id);
 			continue;
 		}
-		st->batches_sent++;
-		st->records_sent += records;
-		up_send_batch(j->up, f, len, records);
+		for (ssize_t k = 0; k < n; k++) {
+			st->batches_sent++;
+			st->records_sent += parts[k].records;
+			/* The FIFO takes the frame. */
+			up_send_batch(j->up, parts[k].frame, parts[k].len,
+				      parts[k].records, parts[k].dropped);
+			parts[k].frame = NULL;
+		}
+		agg_parts_free(parts, (size_t)n);
 	}
 	st->interval_start_ns = now;
 }
@@ -482,9 +487,9 @@ c4a_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 		if (agg_add(j->agg, env->telemetry) < 0) {
 			err->code = C4__ERROR_CODE__ERR_LIMIT;
 			snprintf(err->text, sizeof(err->text),
-				 "telemetry refused: more than %u records in "
-				 "one interval",
-				 AGG_RECORDS_MAX);
+				 "telemetry refused: more than %u records or "
+				 "%u MiB in one interval",
+				 AGG_RECORDS_MAX, AGG_BYTES_MAX >> 20);
 			return -1;
 		}
 		return 0;

@@ -36,6 +36,7 @@ struct up_frame {
 	uint8_t *buf;
 	size_t len;
 	uint64_t records;
+	uint64_t carried; /* its dropped_records */
 };
 
 struct up {
@@ -132,7 +133,7 @@ up_drop_head(struct up *u)
 	u->st.bytes_buffered -= f->len;
 	u->st.frames_dropped++;
 	u->st.records_dropped += f->records;
-	u->pending_dropped += f->records;
+	u->pending_dropped += f->records + f->carried;
 	up_frame_free(f);
 }
 
@@ -457,7 +458,8 @@ up_free(struct up *u)
 }
 
 void
-up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records)
+up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records,
+	      uint64_t carried)
 {
 	struct up_frame *f;
 
@@ -467,7 +469,7 @@ up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records)
 			  u->address, len);
 		u->st.frames_dropped++;
 		u->st.records_dropped += records;
-		u->pending_dropped += records;
+		u->pending_dropped += records + carried;
 		free(frame);
 		return;
 	}
@@ -475,7 +477,7 @@ up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records)
 	if (f == NULL) {
 		u->st.frames_dropped++;
 		u->st.records_dropped += records;
-		u->pending_dropped += records;
+		u->pending_dropped += records + carried;
 		free(frame);
 		return;
 	}
@@ -484,6 +486,7 @@ up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records)
 	f->buf = frame;
 	f->len = len;
 	f->records = records;
+	f->carried = carried;
 	STAILQ_INSERT_TAIL(&u->fifo, f, entry);
 	u->st.frames_buffered++;
 	u->st.bytes_buffered += len;

@@ -73,6 +73,7 @@ struct c4client {
 	int fd;
 	struct frame_buf in;
 	uint32_t hb_ms;
+	uint32_t max_frame; /* the agent's, from its hello reply */
 	uint64_t sessions;
 	unsigned backoff_ms;
 	unsigned seed;
@@ -522,9 +523,22 @@ c4client_register(struct c4client *c, const struct c4client_comm *m)
 	    m->nranks > MSG_RANKS_MAX || m->nlocal > C4CLIENT_RANKS_MAX ||
 	    (m->nlocal > 0 && m->ranks == NULL))
 		return -1;
-	for (size_t i = 0; i < m->nlocal; i++)
-		if (m->ranks[i].rank >= m->nranks)
+	/*
+	 * What the agent would refuse must never reach it: a refused message
+	 * ends the session, and the registration would be sent again after
+	 * every reconnect.
+	 */
+	if (m->name != NULL && strlen(m->name) > MSG_ID_MAX)
+		return -1;
+	for (size_t i = 0; i < m->nlocal; i++) {
+		const struct c4client_rank *r = &m->ranks[i];
+
+		if (r->rank >= m->nranks ||
+		    (r->host != NULL && strlen(r->host) > MSG_ID_MAX) ||
+		    (r->gpu_uuid != NULL && strlen(r->gpu_uuid) > MSG_ID_MAX) ||
+		    (r->nic != NULL && strlen(r->nic) > MSG_ID_MAX))
 			return -1;
+	}
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; i < c->nregs; i++)
 		if (c->regs[i].hash == m->comm_hash)
@@ -850,6 +864,11 @@ c4client_connect(struct c4client *c)
 			   : 5000;
 	if (c->hb_ms < 100)
 		c->hb_ms = 100;
+	c->max_frame =
+		env->hello_reply->has_max_frame &&
+				env->hello_reply->max_frame >= FRAME_MAX_MIN
+			? env->hello_reply->max_frame
+			: FRAME_MAX_DEFAULT;
 	msg_free(env);
 	pthread_mutex_lock(&c->mu);
 	c->st.connected = 1;
@@ -866,11 +885,12 @@ fail:
 /*
  * Takes the next thing to send: an unsent registration, a control
  * message, or the oldest summary (with the drop count folded in).  NULL
- * when there is nothing.  *records gets the summaries in it.
+ * when there is nothing.  *records gets the summaries in it, *folded the
+ * drop count folded into it.
  */
 static uint8_t *
 c4client_next(struct c4client *c, size_t *len, uint64_t *records,
-	      int *is_report)
+	      int *is_report, uint64_t *folded)
 {
 	struct c4client_item *it;
 	uint64_t dropped;
@@ -878,6 +898,7 @@ c4client_next(struct c4client *c, size_t *len, uint64_t *records,
 
 	*records = 0;
 	*is_report = 0;
+	*folded = 0;
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; i < c->nregs; i++) {
 		if (!c->regs[i].sent) {
@@ -931,31 +952,69 @@ c4client_next(struct c4client *c, size_t *len, uint64_t *records,
 		} else {
 			free(buf);
 			buf = nb;
+			*folded = dropped;
 		}
 	}
 	return buf;
 }
 
-/* Sends everything pending; -1 when the session broke. */
+/* Is the close deadline past (never, unless closing)? */
+static int
+c4client_past_close(struct c4client *c)
+{
+	struct timespec ts, by;
+	int closing;
+
+	pthread_mutex_lock(&c->mu);
+	closing = c->closing;
+	by = c->close_by;
+	pthread_mutex_unlock(&c->mu);
+	if (!closing)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec > by.tv_sec ||
+	       (ts.tv_sec == by.tv_sec && ts.tv_nsec >= by.tv_nsec);
+}
+
+/*
+ * Sends everything pending (when closing, only until the deadline); -1
+ * when the session broke.
+ */
 static int
 c4client_flush(struct c4client *c)
 {
 	for (;;) {
-		uint64_t records;
+		uint64_t records, folded;
 		int is_report;
 		size_t len;
-		uint8_t *buf = c4client_next(c, &len, &records, &is_report);
+		uint8_t *buf;
 		int rc;
 
+		if (c4client_past_close(c))
+			return 0;
+		buf = c4client_next(c, &len, &records, &is_report, &folded);
 		if (buf == NULL)
 			return 0;
+		/* The agent would close the session on a frame this big. */
+		if (len > FRAME_HDR_LEN + (size_t)c->max_frame) {
+			free(buf);
+			pthread_mutex_lock(&c->mu);
+			if (is_report) {
+				c->st.reports_dropped++;
+				c->st.records_dropped += records;
+				c->pending_dropped += records + folded;
+			}
+			pthread_mutex_unlock(&c->mu);
+			continue;
+		}
 		rc = c4client_write(c, buf, len);
 		free(buf);
 		pthread_mutex_lock(&c->mu);
 		if (rc < 0 && is_report) {
 			c->st.reports_dropped++;
 			c->st.records_dropped += records;
-			c->pending_dropped += records;
+			/* The count it carried must travel in a later one. */
+			c->pending_dropped += records + folded;
 		} else if (is_report) {
 			c->st.reports_sent++;
 		}
@@ -1155,6 +1214,7 @@ c4client_open(const struct c4client_opts *o)
 	c->limit = o->queue_limit ? o->queue_limit : C4CLIENT_QUEUE_DEFAULT;
 	c->backoff_ms = C4CLIENT_BACKOFF_MIN_MS;
 	c->hb_ms = 5000;
+	c->max_frame = FRAME_MAX_DEFAULT;
 	c->seed = (unsigned)getpid() ^ (unsigned)c4client_realtime_ns();
 	if (c->path == NULL || c->job == NULL || c->token == NULL ||
 	    c->node == NULL || pipe2(c->wake, O_CLOEXEC | O_NONBLOCK) < 0)

@@ -186,6 +186,7 @@ client_run(void *p)
 	struct c4client_comm cm = {a->comm, a->nranks, "dp", 1, &r};
 	struct c4client *c = c4client_open(&o);
 	struct sketch k;
+	long deadline;
 
 	ck_assert_ptr_nonnull(c);
 	ck_assert_int_eq(sketch_init(&k, 0), 0);
@@ -239,7 +240,14 @@ client_run(void *p)
 		ck_assert_int_eq(c4client_report(c, &rep), 0);
 		sketch_reset(&k);
 	}
-	c4client_stats(c, &a->st);
+	/* Sent before close, so that close's bounded flush is not needed. */
+	deadline = now_ms() + WAIT_MS;
+	do {
+		c4client_stats(c, &a->st);
+		if (a->st.reports_sent == (uint64_t)a->reports)
+			break;
+		usleep(10000);
+	} while (now_ms() < deadline);
 	c4client_close(c);
 	sketch_free(&k);
 	return NULL;
@@ -265,7 +273,20 @@ START_TEST(test_two_jobs_reach_their_masters)
 	wait_counter(&ag, "master_connected", "job-a", 1);
 	wait_counter(&ag, "master_connected", "job-b", 1);
 
-	/* Three threads of job-a, two of job-b, and a process of job-b. */
+	/*
+	 * A process of job-b (forked before any thread exists: a child of a
+	 * threaded process may inherit a held lock), three threads of job-a
+	 * and two of job-b.
+	 */
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		struct client_arg a = {ag.unix_path, "job-b", 0xbbbb, 2, 3,
+				       REPORTS,	     0,	      {0}};
+
+		client_run(&a);
+		_exit(a.st.reports_queued == REPORTS ? 0 : 1);
+	}
 	for (int i = 0; i < 5; i++) {
 		args[i] = (struct client_arg){ag.unix_path,
 					      i < 3 ? "job-a" : "job-b",
@@ -277,15 +298,6 @@ START_TEST(test_two_jobs_reach_their_masters)
 					      {0}};
 		ck_assert_int_eq(
 			pthread_create(&th[i], NULL, client_run, &args[i]), 0);
-	}
-	child = fork();
-	ck_assert_int_ge(child, 0);
-	if (child == 0) {
-		struct client_arg a = {ag.unix_path, "job-b", 0xbbbb, 2, 3,
-				       REPORTS,	     0,	      {0}};
-
-		client_run(&a);
-		_exit(a.st.reports_queued == REPORTS ? 0 : 1);
 	}
 	for (int i = 0; i < 5; i++) {
 		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
@@ -417,6 +429,57 @@ START_TEST(test_tiny_buffer_drops_are_reported)
 }
 END_TEST
 
+/*
+ * A summary the queue cannot take is counted, and the count reaches the
+ * agent in the next summary and the master in the agent's next batch.
+ */
+START_TEST(test_client_drops_travel)
+{
+	struct th_daemon m, ag;
+	const char *masters[3] = {"job-a", NULL, NULL};
+	struct c4client_opts o;
+	struct c4client *c;
+	struct c4client_progress pg[400];
+	struct c4client_report big = {0,   0,	 100,  0,    0, 0,
+				      400, NULL, NULL, NULL, pg};
+	struct c4client_report small = {0, 0,	 100,  0,    0, 0,
+					1, NULL, NULL, NULL, pg};
+	struct c4client_stats st;
+	long deadline;
+
+	start_master(&m, "job-a", "127.0.0.1:0");
+	masters[1] = m.tcp;
+	start_agent(&ag, "1MiB", masters);
+	for (uint32_t i = 0; i < 400; i++)
+		pg[i] = (struct c4client_progress){0x9, i, 7, 7, 1, 0, 0, NULL};
+	o = (struct c4client_opts){ag.unix_path, "job-a", CCL_TOKEN, NULL,
+				   C4CLIENT_QUEUE_MIN};
+	c = c4client_open(&o);
+	ck_assert_ptr_nonnull(c);
+	/* 400 progress records do not fit 4 KiB: refused and counted. */
+	ck_assert_int_eq(c4client_report(c, &big), -1);
+	ck_assert_int_eq(c4client_report(c, &small), 0);
+	c4client_stats(c, &st);
+	ck_assert_uint_eq(st.reports_dropped, 1);
+	ck_assert_uint_eq(st.records_dropped, 400);
+	deadline = now_ms() + WAIT_MS;
+	while (st.reports_sent < 1 && now_ms() < deadline) {
+		usleep(10000);
+		c4client_stats(c, &st);
+	}
+	ck_assert_uint_eq(st.reports_sent, 1);
+	c4client_close(c);
+
+	wait_counter(&ag, "client_dropped_records", NULL, 400);
+	ck_assert_int_eq(counter(&ag, "client_dropped_records", NULL), 400);
+	wait_counter(&m, "dropped_records", NULL, 400);
+	ck_assert_int_eq(counter(&m, "dropped_records", NULL), 400);
+
+	ck_assert_int_eq(th_stop(&ag), 0);
+	ck_assert_int_eq(th_stop(&m), 0);
+}
+END_TEST
+
 START_TEST(test_client_without_agent)
 {
 	struct c4client_opts o = {"/nonexistent/c4/agent.sock", "job-a",
@@ -439,6 +502,21 @@ START_TEST(test_client_without_agent)
 	ck_assert_uint_eq(st.reports_dropped + st.queue_reports, 2000);
 	ck_assert_int_eq(st.connected, 0);
 	ck_assert_uint_eq(st.reports_sent, 0);
+	/* What the agent would refuse is refused here, not sent. */
+	{
+		char longname[300];
+		struct c4client_rank r = {0, NULL, 0, NULL, longname, 1, 0};
+		struct c4client_comm cm = {0x1, 2, NULL, 1, &r};
+
+		memset(longname, 'x', sizeof(longname) - 1);
+		longname[sizeof(longname) - 1] = '\0';
+		ck_assert_int_eq(c4client_register(c, &cm), -1);
+		r.nic = "mlx5_0";
+		r.rank = 2;
+		ck_assert_int_eq(c4client_register(c, &cm), -1);
+		r.rank = 1;
+		ck_assert_int_eq(c4client_register(c, &cm), 0);
+	}
 	/* Bad options are the only failure of open. */
 	o.job_id = NULL;
 	ck_assert_ptr_null(c4client_open(&o));
@@ -500,6 +578,7 @@ agent_suite(void)
 	tcase_add_test(tc, test_agent_jobs);
 	tcase_add_test(tc, test_master_crash_and_restart);
 	tcase_add_test(tc, test_tiny_buffer_drops_are_reported);
+	tcase_add_test(tc, test_client_drops_travel);
 	tcase_add_test(tc, test_client_without_agent);
 	tcase_add_test(tc, test_unconfigured_job_refused);
 	suite_add_tcase(s, tc);

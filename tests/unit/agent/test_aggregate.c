@@ -58,6 +58,24 @@ unframe(uint8_t *f, size_t len)
 	return env;
 }
 
+/* Ends an interval that must fit one part; returns its frame. */
+static uint8_t *
+take1(struct agg *a, uint64_t id, uint64_t start, uint32_t ms, uint64_t extra,
+      size_t *len, uint64_t *records, uint64_t *dropped)
+{
+	struct agg_part *parts;
+	uint8_t *f;
+
+	ck_assert_int_eq(agg_take(a, id, start, ms, extra, &parts), 1);
+	f = parts[0].frame;
+	*len = parts[0].len;
+	*records = parts[0].records;
+	*dropped = parts[0].dropped;
+	parts[0].frame = NULL;
+	agg_parts_free(parts, 1);
+	return f;
+}
+
 START_TEST(test_register_union)
 {
 	struct agg *a = agg_new("job-a", "node-a");
@@ -167,7 +185,7 @@ START_TEST(test_merge_and_silent_ranks)
 	C4__CommRegister *m = mk_reg(0x1, 3, ranks, 3, NULL);
 	C4__Envelope *env;
 	C4__TelemetryBatch *b;
-	uint64_t records;
+	uint64_t records, dropped;
 	uint8_t *f;
 	size_t len;
 
@@ -177,7 +195,7 @@ START_TEST(test_merge_and_silent_ranks)
 	/* Ranks 0 and 1 report (two clients); rank 2 stays silent. */
 	add_batch(a, 0x1, 0, 10, 1, 3);
 	add_batch(a, 0x1, 1, 12, 0, 4);
-	f = agg_take(a, 5, 1000, 100, 2, &len, &records);
+	f = take1(a, 5, 1000, 100, 2, &len, &records, &dropped);
 	env = unframe(f, len);
 	b = env->telemetry;
 	ck_assert_str_eq(b->job_id, "job-a");
@@ -193,10 +211,11 @@ START_TEST(test_merge_and_silent_ranks)
 	ck_assert_uint_eq(find_progress(b, 0x1, 2)->last_seq_entered, 0);
 	/* Clients' drops plus the upstream's. */
 	ck_assert_uint_eq(b->dropped_records, 3 + 4 + 2);
+	ck_assert_uint_eq(dropped, 3 + 4 + 2);
 	msg_free(env);
 
 	/* Nobody reports: still a batch, every rank with its markers. */
-	f = agg_take(a, 6, 2000, 100, 0, &len, &records);
+	f = take1(a, 6, 2000, 100, 0, &len, &records, &dropped);
 	env = unframe(f, len);
 	b = env->telemetry;
 	ck_assert_uint_eq(b->interval_id, 6);
@@ -216,11 +235,11 @@ START_TEST(test_empty_job_heartbeat)
 {
 	struct agg *a = agg_new("job-b", "node-b");
 	C4__Envelope *env;
-	uint64_t records = 99;
+	uint64_t records = 99, dropped;
 	uint8_t *f;
 	size_t len;
 
-	f = agg_take(a, 1, 5, 1000, 0, &len, &records);
+	f = take1(a, 1, 5, 1000, 0, &len, &records, &dropped);
 	env = unframe(f, len);
 	ck_assert_uint_eq(records, 0);
 	ck_assert_str_eq(env->telemetry->host, "node-b");
@@ -235,7 +254,7 @@ START_TEST(test_records_limit)
 	struct agg *a = agg_new("job-a", "node-a");
 	C4__TelemetryBatch b = C4__TELEMETRY_BATCH__INIT;
 	C4__Envelope *env;
-	uint64_t records;
+	uint64_t records, dropped;
 	uint8_t *f;
 	size_t len;
 
@@ -245,10 +264,67 @@ START_TEST(test_records_limit)
 	ck_assert_int_eq(agg_add(a, &b), -1);
 	ck_assert_uint_eq(agg_get_stats(a)->records_refused,
 			  AGG_RECORDS_MAX + 1);
-	f = agg_take(a, 1, 0, 100, 0, &len, &records);
+	f = take1(a, 1, 0, 100, 0, &len, &records, &dropped);
 	env = unframe(f, len);
 	ck_assert_uint_eq(env->telemetry->dropped_records, AGG_RECORDS_MAX + 1);
 	msg_free(env);
+	agg_free(a);
+}
+END_TEST
+
+/* An interval too big for one frame goes out in parts, nothing lost. */
+START_TEST(test_split_large_interval)
+{
+	struct agg *a = agg_new("job-a", "node-a");
+	C4__TelemetryBatch b = C4__TELEMETRY_BATCH__INIT;
+	size_t n = 40000, total = 0;
+	C4__ConnSummary *cs = calloc(n, sizeof(*cs));
+	C4__ConnSummary **cp = calloc(n, sizeof(*cp));
+	struct agg_part *parts;
+	ssize_t np;
+
+	ck_assert_ptr_nonnull(cs);
+	ck_assert_ptr_nonnull(cp);
+	for (size_t i = 0; i < n; i++) {
+		c4__conn_summary__init(&cs[i]);
+		cs[i].has_comm_hash = cs[i].has_src_rank = 1;
+		cs[i].has_dst_rank = cs[i].has_bytes = 1;
+		cs[i].comm_hash = 0x5;
+		cs[i].src_rank = 0;
+		cs[i].dst_rank = (uint32_t)i;
+		cs[i].bytes = 1ull << 40;
+		cp[i] = &cs[i];
+	}
+	b.has_interval_id = 1;
+	b.has_dropped_records = 1;
+	b.dropped_records = 11;
+	b.conns = cp;
+	b.n_conns = n;
+	ck_assert_int_eq(agg_add(a, &b), 0);
+	np = agg_take(a, 3, 0, 100, 0, &parts);
+	ck_assert_int_gt(np, 1);
+	for (ssize_t k = 0; k < np; k++) {
+		C4__Envelope *env;
+		struct msg_err err;
+
+		ck_assert_uint_le(parts[k].len, AGG_PART_TARGET + 4096);
+		env = msg_unpack(parts[k].frame + FRAME_HDR_LEN,
+				 parts[k].len - FRAME_HDR_LEN, &err);
+		ck_assert_msg(env != NULL, "%s", err.text);
+		ck_assert_uint_eq(env->telemetry->interval_id, 3);
+		ck_assert_uint_eq(env->telemetry->n_conns, parts[k].records);
+		/* In order, nothing lost or repeated. */
+		ck_assert_uint_eq(env->telemetry->conns[0]->dst_rank, total);
+		total += env->telemetry->n_conns;
+		ck_assert_uint_eq(env->telemetry->dropped_records,
+				  k == 0 ? 11 : 0);
+		ck_assert_uint_eq(parts[k].dropped, k == 0 ? 11 : 0);
+		msg_free(env);
+	}
+	ck_assert_uint_eq(total, n);
+	agg_parts_free(parts, (size_t)np);
+	free(cs);
+	free(cp);
 	agg_free(a);
 }
 END_TEST
@@ -263,6 +339,7 @@ aggregate_suite(void)
 	tcase_add_test(tc, test_merge_and_silent_ranks);
 	tcase_add_test(tc, test_empty_job_heartbeat);
 	tcase_add_test(tc, test_records_limit);
+	tcase_add_test(tc, test_split_large_interval);
 	suite_add_tcase(s, tc);
 	return s;
 }
