@@ -571,7 +571,9 @@ prof_init(void **ctx, uint64_t comm_hash, int *mask, const char *name,
 		memset(&cm, 0, sizeof(cm));
 		cm.comm_hash = comm_hash;
 		cm.nranks = (uint32_t)nranks;
-		cm.name = name;
+		/* The agent refuses names above MSG_ID_MAX (256). */
+		cm.name = name != NULL && strlen(name) <= PROF_NAME_MAX ? name
+									: NULL;
 		cm.nlocal = 1;
 		cm.ranks = &r;
 		c4client_register(g.client, &cm);

@@ -50,6 +50,7 @@
 #define PROF_DRAIN_MS	      10u   /* how often the rings are emptied */
 #define PROF_FUNCS	      16u   /* c4client_func values 0..15 */
 #define PROF_RING_RETRY	      4096u /* events before a ringless thread retries */
+#define PROF_NAME_MAX	      256u /* longest comm name registered (MSG_ID_MAX) */
 
 /* Event kinds the plugin asks for; ProxyStep only with detail on. */
 #define PROF_MASK_BASE	 (NCCL_EV_COLL | NCCL_EV_KERNEL_CH | NCCL_EV_PROXY_OP)
