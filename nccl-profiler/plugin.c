@@ -19,6 +19,9 @@
  *   C4_PROFILER_DETAIL_FILE  ProxyStep events on while this file exists
  *   C4_PROFILER_RECORD       write every callback to this file; "%p" in
  *                            the name becomes the process id
+ *   C4_PROFILER_STATS        1: print the plugin's counters (events,
+ *                            drops, stale handles, ...) on stderr when
+ *                            the last communicator is finalized
  *   C4_PROFILER_POOL, C4_PROFILER_RING, C4_PROFILER_COLLS  pool sizes
  */
 #include <pthread.h>
@@ -107,6 +110,7 @@ plugin_acquire(void)
 	cfg.colls_cap = plugin_env_u32("C4_PROFILER_COLLS", 0);
 	cfg.detail = plugin_env_u32("C4_PROFILER_DETAIL", 1) != 0;
 	cfg.detail_file = getenv("C4_PROFILER_DETAIL_FILE");
+	cfg.stats = plugin_env_u32("C4_PROFILER_STATS", 0) != 0;
 	if (rp != NULL && *rp != '\0') {
 		plugin_expand(rec, sizeof(rec), rp);
 		cfg.record_path = rec;

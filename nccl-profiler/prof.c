@@ -172,7 +172,9 @@ static struct {
 	_Atomic int stop;
 	/* consumer */
 	uint64_t interval_id, interval_start, interval_start_rt, reports,
-		reports_failed, orphans;
+		reports_failed;
+	struct prof_counters dead; /* of communicators already reaped */
+	int stats;		   /* print the counters at close */
 	/* recording */
 	FILE *rec;
 	pthread_mutex_t rec_lock;
@@ -1383,7 +1385,11 @@ prof_reap(void)
 			continue;
 		if (g.client != NULL)
 			c4client_deregister(g.client, c->hash);
-		g.orphans += c->agg.orphans;
+		g.dead.events += atomic_load(&c->events);
+		g.dead.ignored += atomic_load(&c->ignored);
+		g.dead.stale += atomic_load(&c->stale);
+		g.dead.pool_drops += pool_drops(&c->pool);
+		g.dead.orphans += c->agg.orphans;
 		atomic_store(&g.comms[i], NULL);
 		prof_comm_free(c);
 	}
@@ -1480,7 +1486,11 @@ prof_counters(struct prof_counters *out)
 		if (g.rings[i].ring.slots != NULL)
 			out->ring_drops += ring_drops(&g.rings[i].ring);
 	out->no_ring = atomic_load(&g.no_ring);
-	out->orphans += g.orphans;
+	out->events += g.dead.events;
+	out->ignored += g.dead.ignored;
+	out->stale += g.dead.stale;
+	out->pool_drops += g.dead.pool_drops;
+	out->orphans += g.dead.orphans;
 	out->reports = g.reports;
 	out->reports_failed = g.reports_failed;
 }
@@ -1546,9 +1556,11 @@ prof_open(const struct prof_config *cfg)
 	g.cfg.record_path = NULL;
 	g.pid = getpid();
 	atomic_store(&g.detail, cfg->detail != 0);
+	g.stats = cfg->stats;
 	atomic_fetch_add(&g.epoch, 1);
 	atomic_store(&g.no_ring, 0);
-	g.interval_id = g.reports = g.reports_failed = g.orphans = 0;
+	g.interval_id = g.reports = g.reports_failed = 0;
+	memset(&g.dead, 0, sizeof(g.dead));
 	for (i = 0; i < PROF_RINGS_MAX; i++)
 		if (ring_init(&g.rings[i].ring, g.cfg.ring_cap,
 			      sizeof(struct prof_rec)) < 0)
@@ -1604,6 +1616,29 @@ prof_close(void)
 		g.have_thread = 0;
 	}
 	prof_tick(1);
+	if (g.stats || g.rec != NULL) {
+		struct prof_counters k;
+		char line[512];
+
+		prof_counters(&k);
+		snprintf(line, sizeof(line),
+			 "c4-nccl-profiler: pid %ld events %llu ignored %llu "
+			 "stale %llu pool_drops %llu ring_drops %llu no_ring "
+			 "%llu orphans %llu reports %llu reports_failed %llu\n",
+			 (long)g.pid, (unsigned long long)k.events,
+			 (unsigned long long)k.ignored,
+			 (unsigned long long)k.stale,
+			 (unsigned long long)k.pool_drops,
+			 (unsigned long long)k.ring_drops,
+			 (unsigned long long)k.no_ring,
+			 (unsigned long long)k.orphans,
+			 (unsigned long long)k.reports,
+			 (unsigned long long)k.reports_failed);
+		if (g.stats)
+			fputs(line, stderr);
+		if (g.rec != NULL)
+			fprintf(g.rec, "# %s", line);
+	}
 	if (g.client != NULL)
 		c4client_close(g.client);
 	g.client = NULL;

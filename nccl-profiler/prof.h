@@ -84,6 +84,7 @@ struct prof_config {
 	const char *detail_file; /* detail on while this file exists */
 	const char *record_path; /* C4_PROFILER_RECORD */
 	int thread;		 /* 0: the caller drives prof_tick */
+	int stats;		 /* print the counters on stderr at close */
 };
 
 struct prof_counters {
