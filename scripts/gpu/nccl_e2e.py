@@ -83,7 +83,7 @@ def worker(a):
     # every STOP_EVERY steps a one-element all-reduce carries its verdict.
     t_end = now() + a.duration
     flag = torch.zeros(1, device=dev)
-    steps = 1 << 62
+    steps = a.max_steps if a.max_steps > 0 else 1 << 62
     slow = a.scenario == "slow" and a.rank == a.fault_rank
     hang = a.scenario == "hang" and a.rank == a.fault_rank
     delay = a.slow_frac * t_step / len(bufs) if slow else 0.0
@@ -238,7 +238,8 @@ def launch(a):
                "--scenario", a.scenario, "--fault-rank", str(a.fault_rank),
                "--slow-frac", str(a.slow_frac), "--hang-for",
                str(a.hang_for), "--fault-after", str(a.fault_after),
-               "--duration", str(a.duration), "--bucket-mb",
+               "--duration", str(a.duration), "--max-steps",
+               str(a.max_steps), "--bucket-mb",
                str(a.bucket_mb), "--buckets", str(a.buckets),
                "--gpu", str(r)]
         if a.netns:
@@ -337,6 +338,8 @@ def main():
     ap.add_argument("--hang-for", type=float, default=10.0)
     ap.add_argument("--fault-after", type=float, default=5.0)
     ap.add_argument("--duration", type=float, default=20.0)
+    ap.add_argument("--max-steps", type=int, default=0,
+                    help="stop after this many steps (0: by duration)")
     ap.add_argument("--bucket-mb", type=float, default=25.0)
     ap.add_argument("--buckets", type=int, default=4)
     ap.add_argument("--timeout", type=float, default=150.0)
