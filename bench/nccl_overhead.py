@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""bench/run nccl-overhead: what the c4 profiler plugin costs NCCL.
+
+All-reduce latency and bus bandwidth at 8 KB, 1 MB, 64 MB and 1 GB,
+without and with NCCL_PROFILER_PLUGIN, in the same run: ROUNDS rounds,
+each spawning one fresh set of worker processes (one per GPU) per
+configuration, alternating off/on so that drift hits both alike.  The
+median over rounds is reported.  stdout carries only
+'metric <name> <value> <unit>' lines; progress goes to stderr.
+
+The plugin runs as in production (Coll, KernelCh, ProxyOp, ProxyStep on,
+C4_JOB_ID set) but with no agent behind C4_AGENT_SOCKET unless one is
+given: everything is measured and summarised; only the socket write,
+on the client library's own thread, is missing.
+
+Environment: C4_NCCL_PLUGIN (default build-gpu/, then build-bench/),
+C4_BENCH_ROUNDS (3), C4_BENCH_NPROC (all GPUs), C4_AGENT_SOCKET.
+Targets (docs/nccl.md): <= 1 % bus bandwidth lost at >= 1 MB,
+<= 2 us added latency at 8 KB.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+
+SIZES = [(8 << 10, "8KB", 2000), (1 << 20, "1MB", 500),
+         (64 << 20, "64MB", 40), (1 << 30, "1GB", 8)]
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def worker(rank, world, port, out):
+    import torch
+    import torch.distributed as dist
+
+    torch.cuda.set_device(rank)
+    dev = torch.device("cuda", rank)
+    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:%d" % port,
+                            rank=rank, world_size=world, device_id=dev)
+    res = {}
+    for nbytes, name, iters in SIZES:
+        x = torch.zeros(nbytes // 4, device=dev)
+        for _ in range(max(5, iters // 10)):
+            dist.all_reduce(x)
+        torch.cuda.synchronize()
+        dist.barrier()
+        b, e = torch.cuda.Event(enable_timing=True), \
+            torch.cuda.Event(enable_timing=True)
+        b.record()
+        for _ in range(iters):
+            dist.all_reduce(x)
+        e.record()
+        torch.cuda.synchronize()
+        t = b.elapsed_time(e) / 1000.0 / iters  # s per op
+        tt = torch.tensor([t], device=dev, dtype=torch.float64)
+        dist.all_reduce(tt, op=dist.ReduceOp.MAX)
+        t = float(tt.item())
+        res[name] = {"lat_us": t * 1e6,
+                     "busbw_gbs": nbytes / t * 2 * (world - 1) / world / 1e9}
+        del x
+    if rank == 0:
+        with open(out, "w") as f:
+            json.dump(res, f)
+    dist.destroy_process_group()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def run_config(nproc, plugin, tmp, tag):
+    out = os.path.join(tmp, tag + ".json")
+    env = dict(os.environ)
+    for k in ("NCCL_PROFILER_PLUGIN", "C4_PROFILER_RECORD"):
+        env.pop(k, None)
+    if plugin:
+        env["NCCL_PROFILER_PLUGIN"] = plugin
+        env.setdefault("C4_JOB_ID", "bench")
+        env.setdefault("C4_AGENT_SOCKET", os.path.join(tmp, "no-agent.sock"))
+        lib = os.environ.get("C4PLUGLIB")
+        if lib:
+            env["LD_LIBRARY_PATH"] = lib + ":" + env.get("LD_LIBRARY_PATH", "")
+    port = free_port()
+    ps = [subprocess.Popen([sys.executable, os.path.abspath(__file__),
+                            "worker", str(r), str(nproc), str(port), out],
+                           env=env, stdout=sys.stderr, stderr=sys.stderr)
+          for r in range(nproc)]
+    codes = [p.wait(timeout=600) for p in ps]
+    if any(codes) or not os.path.exists(out):
+        raise RuntimeError("%s: workers exited %s" % (tag, codes))
+    with open(out) as f:
+        return json.load(f)
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] +
+                                              v[len(v) // 2]) / 2
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "worker":
+        worker(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]),
+               sys.argv[5])
+        return 0
+    try:
+        import torch
+        ngpu = torch.cuda.device_count()
+    except Exception:  # noqa: BLE001
+        ngpu = 0
+    if ngpu < 1:
+        log("nccl-overhead: no GPU here; skipped")
+        return 0
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    plugin = os.environ.get("C4_NCCL_PLUGIN")
+    for cand in ("build-gpu", "build-bench", "build"):
+        p = os.path.join(top, cand, "nccl-profiler",
+                         "libc4-nccl-profiler.so")
+        if not plugin and os.path.exists(p):
+            plugin = p
+    if not plugin:
+        log("nccl-overhead: no libc4-nccl-profiler.so (scripts/gpu-e2e "
+            "OUT --build-only builds one)")
+        return 1
+    nproc = int(os.environ.get("C4_BENCH_NPROC", ngpu))
+    rounds = int(os.environ.get("C4_BENCH_ROUNDS", "3"))
+    log("nccl-overhead: %d GPUs, %d rounds, plugin %s" % (nproc, rounds,
+                                                          plugin))
+    res = {"off": [], "on": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            order = ("off", "on") if r % 2 == 0 else ("on", "off")
+            for cfg in order:
+                res[cfg].append(run_config(nproc, plugin if cfg == "on"
+                                           else None, tmp, "%s%d" % (cfg, r)))
+                log("round %d %s: %s" % (r, cfg, json.dumps(res[cfg][-1])))
+    print("metric nccl_overhead_gpus %d count" % nproc)
+    for _, name, _ in SIZES:
+        lat = {c: median([x[name]["lat_us"] for x in res[c]]) for c in res}
+        bw = {c: median([x[name]["busbw_gbs"] for x in res[c]]) for c in res}
+        print("metric nccl_allreduce_%s_lat_off %.2f us" % (name, lat["off"]))
+        print("metric nccl_allreduce_%s_lat_on %.2f us" % (name, lat["on"]))
+        print("metric nccl_allreduce_%s_lat_added %.2f us"
+              % (name, lat["on"] - lat["off"]))
+        print("metric nccl_allreduce_%s_busbw_off %.2f GB/s" % (name,
+                                                              bw["off"]))
+        print("metric nccl_allreduce_%s_busbw_on %.2f GB/s" % (name, bw["on"]))
+        print("metric nccl_allreduce_%s_busbw_loss %.2f %%"
+              % (name, (bw["off"] - bw["on"]) / bw["off"] * 100
+                 if bw["off"] > 0 else 0.0))
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

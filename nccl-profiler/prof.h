@@ -1,0 +1,139 @@
+/*
+ * prof.h - the core of the NCCL profiler plugin, independent of the ABI
+ * version: per-communicator event records, the handoff from NCCL's
+ * threads to the aggregation thread, and the per-interval summaries
+ * handed to the client library.
+ *
+ * Threads.  prof_start/prof_stop/prof_state run on NCCL's threads (the
+ * thread issuing collectives and the proxy threads).  They never block and
+ * never allocate: records come from fixed pools sized at prof_init, and
+ * what is measured is pushed into a ring owned by the calling thread (one
+ * of PROF_RINGS_MAX single-producer rings, claimed on the thread's first
+ * event).  Every loss (pool empty, ring full, no ring left, stale handle)
+ * is counted.  The aggregation thread (or the test, through prof_tick)
+ * drains the rings every PROF_DRAIN_MS, builds one report per interval and
+ * hands it to the sink (c4client_report by default).
+ *
+ * Handles.  The handles returned to NCCL are not pointers: they encode the
+ * communicator's slot, the record's kind and index, and a generation, so
+ * a handle that outlived its record is recognised and counted instead of
+ * corrupting a reused one.  Coll records are a ring of PROF_COLLS_DEFAULT
+ * slots per communicator that children read with a sequence lock: a Coll's
+ * stop means "enqueued", its kernel channels and proxy operations come
+ * later on other threads and look up the Coll's sequence number then.
+ *
+ * Sequence numbers.  NCCL's coll.seqNumber counts per function
+ * (comm->seqNumber[func]), so it cannot order an AllReduce against a
+ * Broadcast.  The plugin reports its own ordinal instead: the number of
+ * Coll events of the communicator so far, from 1.  It is the same on
+ * every rank because every rank must issue the same collectives in the
+ * same order; progress markers and first/last seq use it.
+ */
+#ifndef C4_PROF_H
+#define C4_PROF_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "c4client.h"
+#include "nccl_abi.h"
+
+#define PROF_COMMS_MAX	      4096u  /* communicators alive at once */
+#define PROF_RINGS_MAX	      32u    /* NCCL threads that report at once */
+#define PROF_RING_DEFAULT     16384u /* records per thread ring */
+#define PROF_POOL_DEFAULT     16384u /* kernel-channel/proxy records per comm */
+#define PROF_COLLS_DEFAULT    1024u  /* Coll slots per comm (power of two) */
+#define PROF_INFLIGHT	      1024u  /* ops tracked until complete, per comm */
+#define PROF_INTERVAL_DEFAULT 1000u  /* ms */
+#define PROF_INTERVAL_MIN     10u
+#define PROF_INTERVAL_MAX     600000u
+#define PROF_DRAIN_MS	      10u   /* how often the rings are emptied */
+#define PROF_FUNCS	      16u   /* c4client_func values 0..15 */
+#define PROF_RING_RETRY	      4096u /* events before a ringless thread retries */
+#define PROF_NAME_MAX	      256u /* longest comm name registered (MSG_ID_MAX) */
+
+/* Event kinds the plugin asks for; ProxyStep only with detail on. */
+#define PROF_MASK_BASE	 (NCCL_EV_COLL | NCCL_EV_KERNEL_CH | NCCL_EV_PROXY_OP)
+#define PROF_MASK_DETAIL NCCL_EV_PROXY_STEP
+
+/* One descriptor, whatever the ABI version (plugin.c converts). */
+struct prof_descr {
+	int type; /* enum nccl_abi_event_type */
+	void *parent;
+	int rank;
+	/* Coll */
+	uint64_t seq;
+	int func, algo, proto; /* c4client enums; 0 unknown */
+	uint64_t count, bytes;
+	uint32_t nchannels;
+	/* ProxyOp */
+	int pid, channel, peer, nsteps, chunk, is_send;
+	/* ProxyStep */
+	int step;
+	/* KernelCh (channel above) */
+	uint64_t ptimer;
+};
+
+struct prof_config {
+	const char *socket_path; /* NULL: no client session */
+	const char *job_id;
+	const char *token;
+	uint32_t interval_ms;
+	uint32_t ring_cap, pool_cap, colls_cap;
+	int detail;		 /* ProxyStep on at start */
+	const char *detail_file; /* detail on while this file exists */
+	const char *record_path; /* C4_PROFILER_RECORD */
+	int thread;		 /* 0: the caller drives prof_tick */
+	int stats;		 /* print the counters on stderr at close */
+};
+
+struct prof_counters {
+	uint64_t events, ignored, stale, pool_drops, ring_drops, no_ring,
+		orphans, reports, reports_failed;
+};
+
+/* The sink gets each interval's report; it must copy what it keeps. */
+typedef void (*prof_sink_fn)(const struct c4client_report *r, void *arg);
+
+/*
+ * Process-wide start and stop.  prof_open reads nothing from the
+ * environment (plugin.c does); it opens the client session when
+ * socket_path and job_id are set and starts the thread when asked.
+ * 0 or -1.  prof_close flushes one last report and frees everything.
+ */
+int prof_open(const struct prof_config *cfg);
+void prof_close(void);
+/* Test hooks: a fake clock (ns) and a sink instead of c4client_report. */
+void prof_set_clock(uint64_t (*now)(void));
+void prof_set_sink(prof_sink_fn fn, void *arg);
+void prof_set_detail(int on);
+uint64_t prof_now(void);
+
+/* The callbacks (0 = ncclSuccess, anything else an error for NCCL). */
+int prof_init(void **ctx, uint64_t comm_hash, int *mask, const char *name,
+	      int nnodes, int nranks, int rank);
+int prof_start(void *ctx, void **handle, const struct prof_descr *d);
+int prof_stop(void *handle);
+int prof_state(void *handle, int state, uint64_t trans_size, uint64_t ptimer);
+int prof_finalize(void *ctx);
+
+/* Drains the rings; with report set, builds and sinks the interval. */
+void prof_tick(int report);
+void prof_counters(struct prof_counters *out);
+
+/* Names NCCL uses, to our enums and sizes (0 / 0 when unknown). */
+int prof_func_code(const char *s);
+int prof_algo_code(const char *s);
+int prof_proto_code(const char *s);
+size_t prof_dtype_size(const char *s);
+
+/*
+ * Replays a recording (C4_PROFILER_RECORD, format in replay.c) through
+ * the callbacks: opens the core with cfg (no thread), runs its clock from
+ * the recorded timestamps, reports at every interval boundary and at the
+ * end (prof_close).  Returns the callbacks fed, or -1 with err filled.
+ */
+int prof_replay(FILE *f, const struct prof_config *cfg, prof_sink_fn sink,
+		void *arg, char *err, size_t errlen);
+
+#endif
