@@ -40,7 +40,7 @@
 #define C4M_DEF_BASE_ALPHA	   0.1	/* EWMA weight of a new clean sample */
 #define C4M_DEF_WARM_INTERVALS	   4	/* clean samples before warm         */
 #define C4M_DEF_MIN_CHUNKS	   8	/* chunks for a usable cell sample   */
-#define C4M_DEF_MIN_CLASS	   32	/* cells for a class of its own      */
+#define C4M_DEF_MIN_CLASS	   128	/* cells for a class of its own      */
 #define C4M_DEF_MIN_GROUP	   4	/* members for a rank comparison     */
 #define C4M_DEF_ROW_MIN_HOT	   2	/* hot cells for a hot row/column    */
 #define C4M_DEF_ROW_FRAC	   0.6	/* hot fraction for a hot row/column */

@@ -3,20 +3,25 @@
  *
  * A cell is one directed connection (communicator, algorithm, src, dst)
  * that carried traffic. Its sample per interval is the median per-chunk
- * transfer time divided by the chunk size (time per byte), taken on the
+ * transfer time divided by the chunk size (time per byte), measured on the
  * sender's host. Cells are compared with their class (same communicator,
  * transport and chunk-size class; small classes are pooled across
  * communicators) and with their own clean history, so static per-link
- * differences and job-wide drift both cancel. Hot cells are then grouped
- * by endpoint: the transmit side of a NIC port or GPU (a row) and the
- * receive side (a column).
+ * differences and job-wide drift both cancel. Cells then fold into
+ * physical links (transmit endpoint -> receive endpoint) and links are
+ * judged by endpoint side: the transmit side of a NIC port or GPU (a row)
+ * and the receive side (a column).
+ *
+ * Cost: a few passes over this interval's work items and links; memory
+ * per cell and per link, never per pair of ranks.
  */
 #include <math.h>
 #include <string.h>
 
 #include "matrix_int.h"
 
-#define CELL_CLS_USABLE 3 /* fewest cells whose median means anything */
+#define CELL_CLS_USABLE	 3    /* fewest cells whose median means anything */
+#define CELL_STAT_SAMPLE 2048 /* class statistics from about this many */
 
 enum cell_side { SIDE_UNKNOWN = 0, SIDE_COLD, SIDE_MIXED, SIDE_HOT };
 
@@ -63,12 +68,15 @@ cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn,
 	if (hmap_get(&m->cell_map, key, idx) == 0)
 		goto hint;
 	if (mem_grow((void **)&m->cells, &m->ccells, m->ncells + 1,
-		     sizeof(*m->cells)) < 0)
+		     sizeof(*m->cells)) < 0 ||
+	    mem_grow((void **)&m->cbase, &m->ccbase, m->ncells + 1,
+		     sizeof(*m->cbase)) < 0)
 		return -1;
 	if (hmap_put(&m->cell_map, key, m->ncells) < 0)
 		return -1;
 	x = &m->cells[m->ncells];
 	memset(x, 0, sizeof(*x));
+	memset(&m->cbase[m->ncells], 0, sizeof(m->cbase[0]));
 	x->key = key;
 	x->comm = ci;
 	x->src = cn->src;
@@ -85,8 +93,8 @@ cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn,
 		return -1;
 	*idx = m->ncells++;
 hint:
-	if (pos >= m->chint &&
-	    mem_grow((void **)&m->hint, &m->chint, pos + 1, sizeof(*m->hint)) < 0)
+	if (pos >= m->chint && mem_grow((void **)&m->hint, &m->chint, pos + 1,
+					sizeof(*m->hint)) < 0)
 		return -1;
 	m->hint[pos] = *idx;
 	if (pos >= m->nhint)
@@ -114,7 +122,7 @@ cell_cls_get(struct matrix *m, uint64_t key, uint32_t *idx)
 	return 0;
 }
 
-/* Count one more sample in class cl this interval. Returns 0 or -1. */
+/* Count n more samples in class cl this interval. Returns 0 or -1. */
 static int
 cell_cls_touch(struct matrix *m, uint32_t cl, uint32_t n)
 {
@@ -126,7 +134,7 @@ cell_cls_touch(struct matrix *m, uint32_t cl, uint32_t n)
 			return -1;
 		m->clwork[m->nclwork++] = cl;
 		k->iv = m->iv + 1;
-		k->n = k->off = k->fill = 0;
+		k->n = k->off = k->fill = k->cnt = 0;
 		k->parent = NO_IDX;
 	}
 	k->n += n;
@@ -145,17 +153,29 @@ cell_size_class(uint64_t chunk)
 	return b;
 }
 
+static int
+cell_stuck_add(struct matrix *m, uint32_t idx)
+{
+	if (mem_grow((void **)&m->stuck, &m->cstuck, m->nstuck + 1,
+		     sizeof(*m->stuck)) < 0)
+		return -1;
+	m->stuck[m->nstuck++] = idx;
+	return 0;
+}
+
 /*
  * Take this interval's connection summaries: find or create their cells,
  * note stuck connections for hang.c and queue usable samples for
- * cell_detect(). Summaries naming unknown communicators or ranks are
- * skipped. Returns 0 or -1 on memory exhaustion.
+ * cell_detect(). Several summaries of one connection add up. Summaries
+ * naming unknown communicators or ranks are skipped. Returns 0 or -1 on
+ * memory exhaustion.
  */
 int
 cell_ingest(struct matrix *m, const struct c4m_input *in)
 {
 	uint32_t ci, idx, cl;
 	struct cell *x;
+	struct work *w;
 	size_t i;
 
 	m->nwork = 0;
@@ -180,20 +200,14 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 			x->iv = m->iv + 1;
 			x->pending = 0;
 			x->bytes = 0;
-			x->hot = 0;
-			x->r = x->q = x->z = 0;
 			x->widx = NO_IDX;
 		}
-		/* several summaries of one connection in an interval add up */
+		/* stuck: chunks posted, no byte moved (listed once) */
+		if (x->bytes == 0 && x->pending == 0 && cn->bytes == 0 &&
+		    cn->pending > 0 && cell_stuck_add(m, idx) < 0)
+			return -1;
 		x->pending += cn->pending;
 		x->bytes += cn->bytes;
-		if (x->bytes == 0 && x->pending > 0 && cn->pending > 0 &&
-		    x->pending == cn->pending) {
-			if (mem_grow((void **)&m->stuck, &m->cstuck,
-				     m->nstuck + 1, sizeof(*m->stuck)) < 0)
-				return -1;
-			m->stuck[m->nstuck++] = idx;
-		}
 		if (cn->chunks < m->p.min_chunks || cn->bytes == 0 ||
 		    cn->xfer.count == 0 || !(cn->xfer.p50 > 0))
 			continue;
@@ -201,41 +215,47 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 		if (chunk == 0)
 			continue;
 		if (x->widx != NO_IDX) {
-			m->work[x->widx].tsum += cn->xfer.p50 * (double)cn->chunks;
-			m->work[x->widx].bsum += (double)cn->bytes;
+			w = &m->work[x->widx];
+			w->tsum += (float)(cn->xfer.p50 * (double)cn->chunks);
+			w->bsum += (float)cn->bytes;
 			continue;
 		}
 		sc = (uint8_t)cell_size_class(chunk);
 		if (x->cls == NO_IDX || x->sc != sc) {
-			if (cell_cls_get(m, ((uint64_t)(ci + 1) << 16) |
-						    ((uint64_t)cn->transport << 8) |
-						    sc,
+			if (cell_cls_get(m,
+					 ((uint64_t)(ci + 1) << 16) |
+						 ((uint64_t)cn->transport << 8) |
+						 sc,
 					 &cl) < 0)
 				return -1;
+			x = &m->cells[idx];
 			x->cls = cl;
 			x->sc = sc;
 		}
-		cl = x->cls;
 		if (mem_grow((void **)&m->work, &m->cwork, m->nwork + 1,
 			     sizeof(*m->work)) < 0)
 			return -1;
 		x->widx = m->nwork;
-		m->work[m->nwork].cell = idx;
-		m->work[m->nwork].cls = cl;
-		m->work[m->nwork].tsum = cn->xfer.p50 * (double)cn->chunks;
-		m->work[m->nwork].bsum = (double)cn->bytes;
-		m->nwork++;
-		if (cell_cls_touch(m, cl, 1) < 0)
+		w = &m->work[m->nwork++];
+		w->cell = idx;
+		w->cls = x->cls;
+		w->link = x->link;
+		w->tsum = (float)(cn->xfer.p50 * (double)cn->chunks);
+		w->bsum = (float)cn->bytes;
+		w->hot = 0;
+		if (cell_cls_touch(m, x->cls, 1) < 0)
 			return -1;
 	}
 	for (i = 0; i < m->nwork; i++)
-		m->work[i].lx = (float)log(m->work[i].tsum / m->work[i].bsum);
+		m->work[i].lx = logf(m->work[i].tsum / m->work[i].bsum);
 	return 0;
 }
 
 /*
  * Pool classes smaller than min_class into one class per (transport, size
- * class), then bucket the work items by final class (counting sort).
+ * class); point work items at their final class; size each final class's
+ * sample (every step-th item, about CELL_STAT_SAMPLE of them) and lay the
+ * samples out in m->scratch.
  */
 static int
 cell_classify(struct matrix *m)
@@ -243,17 +263,14 @@ cell_classify(struct matrix *m)
 	uint32_t i, n0 = m->nclwork, off = 0, p;
 
 	for (i = 0; i < n0; i++) {
-		struct cls *k = &m->cls[m->clwork[i]];
+		uint32_t n = m->cls[m->clwork[i]].n;
 
-		if (k->n >= m->p.min_class)
+		if (n >= m->p.min_class)
 			continue;
-		if (cell_cls_get(m, k->key & 0xffffu, &p) < 0)
+		if (cell_cls_get(m, m->cls[m->clwork[i]].key & 0xffffu, &p) < 0 ||
+		    cell_cls_touch(m, p, n) < 0)
 			return -1;
-		k = &m->cls[m->clwork[i]]; /* cls may have moved */
-		if (cell_cls_touch(m, p, k->n) < 0)
-			return -1;
-		k = &m->cls[m->clwork[i]];
-		k->parent = p;
+		m->cls[m->clwork[i]].parent = p;
 	}
 	for (i = 0; i < m->nwork; i++) {
 		p = m->cls[m->work[i].cls].parent;
@@ -265,68 +282,131 @@ cell_classify(struct matrix *m)
 
 		k->off = off;
 		k->fill = 0;
+		k->cnt = 0;
+		k->step = k->n > CELL_STAT_SAMPLE ? k->n / CELL_STAT_SAMPLE : 1;
 		if (k->parent == NO_IDX)
-			off += k->n;
+			off += (k->n + k->step - 1) / k->step;
 	}
-	if (mem_grow((void **)&m->order, &m->corder, m->nwork + 1,
-		     sizeof(*m->order)) < 0 ||
-	    mem_grow((void **)&m->scratch, &m->cscratch, m->nwork + 1,
-		     sizeof(*m->scratch)) < 0)
-		return -1;
-	for (i = 0; i < m->nwork; i++) {
-		struct cls *k = &m->cls[m->work[i].cls];
+	return mem_grow((void **)&m->scratch, &m->cscratch, off + 1,
+			sizeof(*m->scratch));
+}
 
-		m->order[k->off + k->fill++] = i;
+static void
+cell_sample_begin(struct matrix *m)
+{
+	uint32_t i;
+
+	for (i = 0; i < m->nclwork; i++)
+		m->cls[m->clwork[i]].fill = m->cls[m->clwork[i]].cnt = 0;
+}
+
+static void
+cell_sample(struct matrix *m, struct cls *k, float v)
+{
+	/* cnt counts down to the next sampled item (no division) */
+	if (k->cnt == 0) {
+		m->scratch[k->off + k->fill++] = v;
+		k->cnt = k->step;
+	}
+	k->cnt--;
+}
+
+/* Fold scored work item w into its link's sums for this interval. */
+static int
+cell_link_add(struct matrix *m, const struct work *w)
+{
+	struct link *l = &m->links[w->link];
+	uint32_t stamp = (uint32_t)(m->iv + 1);
+
+	if (l->stamp != stamp) {
+		if (mem_grow((void **)&m->lwork, &m->caplwork, m->nlwork + 1,
+			     sizeof(*m->lwork)) < 0)
+			return -1;
+		m->lwork[m->nlwork++] = w->link;
+		l->stamp = stamp;
+		l->k = l->ncold = l->nhot = 0;
+		l->r = l->z = 0;
+		l->best = w->cell;
+		l->best_r = -INFINITY;
+	}
+	l->k++;
+	l->r += w->r;
+	l->z += w->z;
+	l->nhot += w->hot;
+	if (m->cbase[w->cell].warm < m->p.warm_intervals)
+		l->ncold++;
+	if (w->r > l->best_r) {
+		l->best = w->cell;
+		l->best_r = w->r;
+		l->best_z = w->z;
 	}
 	return 0;
 }
 
 /*
- * Score the cells of one class: q = log time per byte minus the class
- * median; r = q minus the cell's own baseline once warm; then r is
- * centered on the class median of r and divided by a robust spread (MAD).
+ * Score every usable cell against its class: q = log time per byte minus
+ * the class median; r = q minus the cell's own baseline once warm; r is
+ * then centered on the class median of r and divided by a robust spread
+ * (1.4826 MAD) to give z. Class statistics come from an evenly strided
+ * sample (all cells up to CELL_STAT_SAMPLE): the robust statistics of
+ * 2,048 cells are as good as those of 200,000, and cost stays linear.
+ * Each scored cell is folded into its link. Returns 0 or -1.
  */
-static void
-cell_score_class(struct matrix *m, struct cls *k)
+static int
+cell_score(struct matrix *m)
 {
 	const struct c4m_params *p = &m->p;
-	uint32_t *ord = m->order + k->off;
-	float *v = m->scratch;
-	float med, medr, mad;
-	uint32_t i;
+	uint32_t i, j;
 
-	for (i = 0; i < k->fill; i++)
-		v[i] = m->work[ord[i]].lx;
-	med = matrix_median(v, k->fill);
-	for (i = 0; i < k->fill; i++) {
-		struct cell *x = &m->cells[m->work[ord[i]].cell];
+	cell_sample_begin(m);
+	for (i = 0; i < m->nwork; i++)
+		cell_sample(m, &m->cls[m->work[i].cls], m->work[i].lx);
+	for (i = 0; i < m->nclwork; i++) {
+		struct cls *k = &m->cls[m->clwork[i]];
 
-		x->q = m->work[ord[i]].lx - med;
-		x->r = x->warm >= p->warm_intervals ? x->q - x->base : x->q;
-		v[i] = x->r;
+		if (k->parent == NO_IDX && k->n >= CELL_CLS_USABLE)
+			k->med = matrix_median(m->scratch + k->off, k->fill);
 	}
-	medr = matrix_median(v, k->fill);
-	for (i = 0; i < k->fill; i++) {
-		struct cell *x = &m->cells[m->work[ord[i]].cell];
+	cell_sample_begin(m);
+	for (i = 0; i < m->nwork; i++) {
+		struct work *w = &m->work[i];
+		struct cls *k = &m->cls[w->cls];
+		const struct cbase *b = &m->cbase[w->cell];
 
-		v[i] = fabsf(x->r - medr);
+		if (k->n < CELL_CLS_USABLE)
+			continue;
+		w->q = w->lx - k->med;
+		w->r = b->warm >= p->warm_intervals ? w->q - b->base : w->q;
+		cell_sample(m, k, w->r);
 	}
-	mad = matrix_median(v, k->fill);
-	k->med = med;
-	k->sig = fmaxf(1.4826f * mad, (float)p->sigma_floor);
-	for (i = 0; i < k->fill; i++) {
-		struct cell *x = &m->cells[m->work[ord[i]].cell];
-		int warm = x->warm >= p->warm_intervals;
+	for (i = 0; i < m->nclwork; i++) {
+		struct cls *k = &m->cls[m->clwork[i]];
+		float *v = m->scratch + k->off;
 
-		x->r -= medr;
-		x->z = x->r / k->sig;
-		if (warm)
-			x->hot = x->r >= m->lmin &&
-				 x->z >= (float)p->z_min;
+		if (k->parent != NO_IDX || k->n < CELL_CLS_USABLE)
+			continue;
+		k->medr = matrix_median(v, k->fill);
+		for (j = 0; j < k->fill; j++)
+			v[j] = fabsf(v[j] - k->medr);
+		k->sig = fmaxf(1.4826f * matrix_median(v, k->fill),
+			       (float)p->sigma_floor);
+	}
+	for (i = 0; i < m->nwork; i++) {
+		struct work *w = &m->work[i];
+		const struct cls *k = &m->cls[w->cls];
+
+		if (k->n < CELL_CLS_USABLE)
+			continue;
+		w->r -= k->medr;
+		w->z = w->r / k->sig;
+		if (m->cbase[w->cell].warm >= p->warm_intervals)
+			w->hot = w->r >= m->lmin && w->z >= (float)p->z_min;
 		else
-			x->hot = x->r >= m->lcold &&
-				 x->z >= (float)p->cold_z_min;
+			w->hot = w->r >= m->lcold && w->z >= (float)p->cold_z_min;
+		if (cell_link_add(m, w) < 0)
+			return -1;
 	}
+	return 0;
 }
 
 static struct side *
@@ -342,17 +422,6 @@ cell_side_of(struct matrix *m, uint32_t ep, int rx)
 	return sd;
 }
 
-/* Pass 1 over a side: count links and find the hottest. */
-static void
-cell_side_max(struct matrix *m, uint32_t ep, int rx, const struct link *l)
-{
-	struct side *sd = cell_side_of(m, ep, rx);
-
-	sd->n++;
-	if (l->r > sd->rmax)
-		sd->rmax = l->r;
-}
-
 /*
  * A link is consistent with its side's hottest link when it is slowed by
  * at least half as much (in log units) and is itself elevated. A slow NIC
@@ -364,21 +433,7 @@ cell_consistent(const struct matrix *m, const struct side *sd,
 {
 	if (l->ncold > 0)
 		return l->hot; /* cold cells: only under the cold thresholds */
-	return l->r >= 0.5f * sd->rmax &&
-	       l->r >= 0.5f * m->lmin;
-}
-
-/* Pass 2 over a side: sum the consistent links. */
-static void
-cell_side_sum(struct matrix *m, uint32_t ep, int rx, const struct link *l)
-{
-	struct side *sd = cell_side_of(m, ep, rx);
-
-	if (!cell_consistent(m, sd, l))
-		return;
-	sd->ncons++;
-	sd->sum_r += l->r;
-	sd->sum_z += l->z;
+	return l->r >= 0.5f * sd->rmax && l->r >= 0.5f * m->lmin;
 }
 
 /*
@@ -387,19 +442,14 @@ cell_side_sum(struct matrix *m, uint32_t ep, int rx, const struct link *l)
  * min_slowdown and their combined z reaches z_min.
  */
 static void
-cell_side_judge(struct matrix *m, uint32_t ep, int rx)
+cell_side_judge(struct matrix *m, struct side *sd)
 {
 	const struct c4m_params *p = &m->p;
-	struct side *sd = cell_side_of(m, ep, rx);
 
-	if (sd->status != SIDE_UNKNOWN)
-		return;
-	sd->status = SIDE_MIXED; /* judged; refined below */
-	if (sd->n < 2)
-		return;
-	if (sd->ncons >= p->row_min_hot &&
+	sd->status = SIDE_MIXED;
+	if (sd->n >= 2 && sd->ncons >= p->row_min_hot &&
 	    sd->ncons >= p->row_frac * (double)sd->n &&
-	    sd->sum_r / sd->ncons >= m->lmin &&
+	    sd->sum_r / (float)sd->ncons >= m->lmin &&
 	    sd->sum_z / sqrtf((float)sd->ncons) >= (float)p->z_min)
 		sd->status = SIDE_HOT;
 }
@@ -415,6 +465,8 @@ cell_side(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 	struct side *sd = cell_side_of(m, ep, rx);
 	uint32_t others, cons;
 
+	if (sd->status == SIDE_UNKNOWN)
+		cell_side_judge(m, sd);
 	if (sd->status == SIDE_HOT)
 		return SIDE_HOT;
 	if (sd->n <= 1)
@@ -462,15 +514,21 @@ cell_fill_side(const struct matrix *m, struct c4m_suspect *s,
 	s->rank = s->peer_rank = rank;
 }
 
+/*
+ * Report candidate kind for link l (evidence: its strongest cell). The key
+ * names the physical culprit: the endpoint for rows and columns, the
+ * endpoint pair for links; link and ambiguous share a key so a verdict
+ * that wavers between them still persists.
+ */
 static int
 cell_observe(struct matrix *m, const struct link *l, unsigned kind,
 	     int rside, int cside)
 {
 	const struct cell *x = &m->cells[l->best];
-	struct c4m_event e;
 	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
 	const struct dev *b = &m->devs[m->comms[x->comm].dev[x->dst]];
 	uint64_t ka = m->eps[x->ep_tx].pkey, kb = m->eps[x->ep_rx].pkey;
+	struct c4m_event e;
 	uint64_t key;
 
 	memset(&e, 0, sizeof(e));
@@ -482,8 +540,8 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind,
 	e.cells[0].src = x->src;
 	e.cells[0].dst = x->dst;
 	e.cells[0].algo = x->algo;
-	e.cells[0].ratio = expf(x->r);
-	e.cells[0].z = x->z;
+	e.cells[0].ratio = expf(l->best_r);
+	e.cells[0].z = l->best_z;
 	e.slowdown = exp(l->r);
 	e.score = l->z;
 	switch (kind) {
@@ -528,37 +586,59 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind,
 	return persist_observe(m, key, &e, 0);
 }
 
-#define CELL_FOREACH(m, k, j, x)                                              \
-	for ((j) = 0; (j) < (k)->fill &&                                       \
-		      ((x) = &(m)->cells[(m)->work[(m)->order[(k)->off + (j)]] \
-					      .cell],                          \
-		      1);                                                      \
-	     (j)++)
-
-/* Fold scored cell x into its link's sums for this interval. */
+/*
+ * Links: mean r and combined z, hot, the sides' counts and maxima; then
+ * the sides' sums over consistent links. Only elevated links (r at least
+ * half of min_slowdown) can be consistent, so the second pass and the
+ * verdicts walk that short list. Returns 0 or -1.
+ */
 static int
-cell_link_add(struct matrix *m, uint32_t ci, const struct cell *x)
+cell_links_score(struct matrix *m)
 {
-	struct link *l = &m->links[x->link];
+	const struct c4m_params *p = &m->p;
+	uint32_t i;
 
-	if (l->iv != m->iv + 1) {
-		if (mem_grow((void **)&m->lwork, &m->caplwork, m->nlwork + 1,
-			     sizeof(*m->lwork)) < 0)
+	m->nlhot = 0;
+	for (i = 0; i < m->nlwork; i++) {
+		struct link *l = &m->links[m->lwork[i]];
+		struct side *tx = cell_side_of(m, l->ep_tx, 0);
+		struct side *rx = cell_side_of(m, l->ep_rx, 1);
+
+		l->r = l->r / (float)l->k;
+		l->z = l->z / sqrtf((float)l->k);
+		if (l->ncold > 0)
+			l->hot = l->nhot > 0 && l->r >= m->lcold;
+		else
+			l->hot = l->r >= m->lmin && l->z >= (float)p->z_min;
+		tx->n++;
+		rx->n++;
+		if (l->r > tx->rmax)
+			tx->rmax = l->r;
+		if (l->r > rx->rmax)
+			rx->rmax = l->r;
+		l->elevated = l->r >= 0.5f * m->lmin || l->hot;
+		if (!l->elevated)
+			continue;
+		if (mem_grow((void **)&m->lhot, &m->caplhot, m->nlhot + 1,
+			     sizeof(*m->lhot)) < 0)
 			return -1;
-		m->lwork[m->nlwork++] = x->link;
-		l->iv = m->iv + 1;
-		l->k = l->ncold = l->nhot = 0;
-		l->sum_r = l->sum_z = 0;
-		l->best = ci;
+		m->lhot[m->nlhot++] = m->lwork[i];
 	}
-	l->k++;
-	l->sum_r += x->r;
-	l->sum_z += x->z;
-	l->nhot += x->hot;
-	if (x->warm < m->p.warm_intervals)
-		l->ncold++;
-	if (x->r > m->cells[l->best].r)
-		l->best = ci;
+	for (i = 0; i < m->nlhot; i++) {
+		const struct link *l = &m->links[m->lhot[i]];
+		struct side *sd[2];
+		int s;
+
+		sd[0] = cell_side_of(m, l->ep_tx, 0);
+		sd[1] = cell_side_of(m, l->ep_rx, 1);
+		for (s = 0; s < 2; s++) {
+			if (!cell_consistent(m, sd[s], l))
+				continue;
+			sd[s]->ncons++;
+			sd[s]->sum_r += l->r;
+			sd[s]->sum_z += l->z;
+		}
+	}
 	return 0;
 }
 
@@ -574,68 +654,28 @@ int
 cell_detect(struct matrix *m)
 {
 	const struct c4m_params *p = &m->p;
-	float clean = m->lmin;
-	struct cell *x;
-	uint32_t i, j;
+	uint32_t i;
 
 	m->nlwork = 0;
 	if (m->nwork == 0)
 		return 0;
 	if (cell_classify(m) < 0)
 		return -1;
-	for (i = 0; i < m->nclwork; i++) {
-		struct cls *k = &m->cls[m->clwork[i]];
+	if (cell_score(m) < 0 || cell_links_score(m) < 0)
+		return -1;
+	for (i = 0; i < m->nlhot; i++) {
+		struct link *l = &m->links[m->lhot[i]];
+		int rs, cs;
 
-		if (k->parent != NO_IDX)
-			continue;
-		if (k->fill < CELL_CLS_USABLE) {
-			k->fill = 0; /* nothing to compare with */
-			continue;
-		}
-		cell_score_class(m, k);
-		CELL_FOREACH(m, k, j, x)
-		{
-			if (cell_link_add(m, (uint32_t)(x - m->cells), x) < 0)
-				return -1;
-		}
-	}
-	for (i = 0; i < m->nlwork; i++) {
-		struct link *l = &m->links[m->lwork[i]];
-
-		l->r = l->sum_r / (float)l->k;
-		l->z = l->sum_z / sqrtf((float)l->k);
-		if (l->ncold > 0)
-			l->hot = l->nhot > 0 &&
-				 l->r >= m->lcold;
-		else
-			l->hot = l->r >= m->lmin &&
-				 l->z >= (float)p->z_min;
-		cell_side_max(m, l->ep_tx, 0, l);
-		cell_side_max(m, l->ep_rx, 1, l);
-	}
-	for (i = 0; i < m->nlwork; i++) {
-		struct link *l = &m->links[m->lwork[i]];
-
-		cell_side_sum(m, l->ep_tx, 0, l);
-		cell_side_sum(m, l->ep_rx, 1, l);
-	}
-	for (i = 0; i < m->nlwork; i++) {
-		struct link *l = &m->links[m->lwork[i]];
-
-		cell_side_judge(m, l->ep_tx, 0);
-		cell_side_judge(m, l->ep_rx, 1);
-	}
-	for (i = 0; i < m->nlwork; i++) {
-		struct link *l = &m->links[m->lwork[i]];
-		int rs = cell_side(m, l->ep_tx, 0, l);
-		int cs = cell_side(m, l->ep_rx, 1, l);
-		int rcons = cell_consistent(m, cell_side_of(m, l->ep_tx, 0), l);
-		int ccons = cell_consistent(m, cell_side_of(m, l->ep_rx, 1), l);
-
-		if (rs == SIDE_HOT && rcons &&
+		rs = cell_side(m, l->ep_tx, 0, l);
+		cs = cell_side(m, l->ep_rx, 1, l);
+		l->on_hot_side = rs == SIDE_HOT || cs == SIDE_HOT;
+		if (rs == SIDE_HOT &&
+		    cell_consistent(m, cell_side_of(m, l->ep_tx, 0), l) &&
 		    cell_observe(m, l, C4M_EV_COMM_SLOW_TX, rs, cs) < 0)
 			return -1;
-		if (cs == SIDE_HOT && ccons &&
+		if (cs == SIDE_HOT &&
+		    cell_consistent(m, cell_side_of(m, l->ep_rx, 1), l) &&
 		    cell_observe(m, l, C4M_EV_COMM_SLOW_RX, rs, cs) < 0)
 			return -1;
 		if (l->hot && rs != SIDE_HOT && cs != SIDE_HOT &&
@@ -647,24 +687,22 @@ cell_detect(struct matrix *m)
 			return -1;
 	}
 	for (i = 0; i < m->nwork; i++) {
-		const struct link *l;
+		const struct work *w = &m->work[i];
+		const struct link *l = &m->links[w->link];
+		struct cbase *b = &m->cbase[w->cell];
 		float a;
 
-		x = &m->cells[m->work[i].cell];
-		if (m->cls[m->work[i].cls].fill == 0)
-			continue; /* class too small to score */
-		l = &m->links[x->link];
-		if (x->hot || l->hot ||
-		    cell_side_of(m, l->ep_tx, 0)->status == SIDE_HOT ||
-		    cell_side_of(m, l->ep_rx, 1)->status == SIDE_HOT)
+		if (m->cls[w->cls].n < CELL_CLS_USABLE || w->hot || l->hot)
 			continue;
-		if (x->warm >= p->warm_intervals && x->r >= clean)
+		if (l->elevated && l->on_hot_side)
+			continue;
+		if (b->warm >= p->warm_intervals && w->r >= m->lmin)
 			continue;
 		/* a clean sample: a running mean first, then an EWMA */
-		a = fmaxf((float)p->base_alpha, 1.0f / (float)(x->warm + 1));
-		x->base += a * (x->q - x->base);
-		if (x->warm < UINT8_MAX)
-			x->warm++;
+		a = b->warm < m->inv_len ? m->inv[b->warm] : (float)p->base_alpha;
+		b->base += a * (w->q - b->base);
+		if (b->warm < UINT8_MAX)
+			b->warm++;
 	}
 	return 0;
 }

@@ -70,6 +70,14 @@ matrix_new(const struct c4m_params *p)
 	m->lmin = (float)log(m->p.min_slowdown);
 	m->lcold = (float)log(m->p.cold_slowdown);
 	m->last_ci = NO_IDX;
+	/* weight 1/(n+1) until it falls to base_alpha: a running mean start */
+	for (m->inv_len = 0; m->inv_len < CELL_INV_MAX; m->inv_len++) {
+		float a = 1.0f / (float)(m->inv_len + 1);
+
+		if (a <= (float)m->p.base_alpha)
+			break;
+		m->inv[m->inv_len] = a;
+	}
 	if (hmap_init(&m->comm_map, 16) < 0 || hmap_init(&m->host_map, 16) < 0 ||
 	    hmap_init(&m->dev_map, 16) < 0 || hmap_init(&m->ep_map, 16) < 0 ||
 	    hmap_init(&m->cell_map, 64) < 0 || hmap_init(&m->cls_map, 16) < 0 ||
@@ -97,12 +105,13 @@ matrix_free(struct matrix *m)
 	mem_free(m->devs);
 	mem_free(m->eps);
 	mem_free(m->cells);
+	mem_free(m->cbase);
 	mem_free(m->work);
 	mem_free(m->links);
 	mem_free(m->lwork);
+	mem_free(m->lhot);
 	if (m->link_map.keys)
 		hmap_free(&m->link_map);
-	mem_free(m->order);
 	mem_free(m->scratch);
 	mem_free(m->cls);
 	mem_free(m->clwork);
@@ -293,17 +302,10 @@ matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s,
 	s->port = s->peer_port = d->port;
 }
 
-static int
-matrix_fcmp(const void *a, const void *b)
-{
-	float x = *(const float *)a, y = *(const float *)b;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * Median of v[0..n) by selection (v is reordered). n must be > 0. Small
- * inputs are sorted; large ones use quickselect, linear on average.
+ * inputs are insertion sorted; large ones use quickselect, linear on
+ * average.
  */
 float
 matrix_median(float *v, uint32_t n)
@@ -312,7 +314,13 @@ matrix_median(float *v, uint32_t n)
 	float piv, t, lowmax;
 
 	if (n <= 16) {
-		qsort(v, n, sizeof(*v), matrix_fcmp);
+		/* insertion sort: cheapest for the many small groups */
+		for (i = 1; i < n; i++) {
+			t = v[i];
+			for (j = i; j > 0 && v[j - 1] > t; j--)
+				v[j] = v[j - 1];
+			v[j] = t;
+		}
 		return (n & 1) ? v[k] : 0.5f * (v[k - 1] + v[k]);
 	}
 	while (lo < hi) {

@@ -13,6 +13,7 @@
 #define HMAP_EMPTY    UINT64_MAX /* a key never used */
 #define HMAP_MIN_CAP  16u
 #define NO_IDX	      UINT32_MAX
+#define CELL_INV_MAX  64 /* longest running-mean start of a baseline */
 #define EP_NET_FLAG   (1ull << 63) /* endpoint key: NIC port, else GPU */
 #define CELL_KEY(c, a, s, d)                                                   \
 	(((uint64_t)(c) << 41) | ((uint64_t)(a) << 38) | ((uint64_t)(s) << 19) | \
@@ -107,30 +108,35 @@ struct comm {
 	uint8_t any_done;
 };
 
-/* A connection that has carried traffic: one cell of the sparse matrix. */
+/*
+ * A connection that has carried traffic: one cell of the sparse matrix.
+ * Its scoring state lives in struct cbase (m->cbase, same index) and its
+ * per-interval values in struct work, so the hot loops stream small
+ * arrays.
+ */
 struct cell {
 	uint64_t key;
+	uint64_t iv; /* interval + 1 of the current sample */
+	uint64_t bytes;
 	uint32_t comm;
 	uint32_t src;
 	uint32_t dst;
 	uint32_t ep_tx;
 	uint32_t ep_rx;
-	float base; /* log time per byte relative to class, clean EWMA */
-	uint8_t warm;
+	uint32_t pending;
+	uint32_t widx; /* work item of the current interval, or NO_IDX */
+	uint32_t cls;  /* its class (persistent), NO_IDX before the first */
+	uint32_t link; /* physical link (ep_tx, ep_rx) it runs over */
 	uint8_t net;
 	uint8_t algo;
 	uint8_t tr;
-	uint8_t hot;
-	uint64_t iv; /* interval + 1 of the current sample */
-	float q;     /* this interval: log ratio to class median */
-	float r;     /* q minus baseline (or q when cold) */
-	float z;
-	uint32_t pending;
-	uint64_t bytes;
-	uint32_t widx; /* work item of the current interval, or NO_IDX */
-	uint32_t cls;  /* its class (persistent), NO_IDX before the first */
-	uint8_t sc;    /* chunk size class the class was chosen for */
-	uint32_t link; /* physical link (ep_tx, ep_rx) it runs over */
+	uint8_t sc; /* chunk size class the class was chosen for */
+};
+
+/* A cell's own history: log time per byte relative to its class. */
+struct cbase {
+	float base; /* running mean, then EWMA, of clean samples */
+	uint8_t warm;
 };
 
 /*
@@ -141,35 +147,45 @@ struct cell {
 struct link {
 	uint32_t ep_tx;
 	uint32_t ep_rx;
-	uint64_t iv; /* interval + 1 of the sums below */
-	uint32_t k;  /* cells this interval */
-	uint32_t ncold;
-	uint32_t nhot;
-	uint32_t best; /* cell with the largest r */
-	float sum_r;
-	float sum_z;
-	float r;
-	float z;
+	uint32_t stamp; /* low bits of interval + 1 of the sums below */
+	uint32_t best;	/* cell with the largest r */
+	uint16_t k;	/* cells this interval */
+	uint16_t ncold;
+	uint16_t nhot;
 	uint8_t hot;
+	uint8_t elevated; /* r >= min_slowdown / 2: may matter for a side */
+	uint8_t on_hot_side; /* set by the verdicts for elevated links */
+	float best_r;
+	float best_z;
+	float r; /* sum, then mean, of the cells' r */
+	float z; /* sum, then combined, of the cells' z */
 };
 
-/* Per-interval work item of the comm-slow detector. */
+/* Per-interval work item of the comm-slow detector (one sampled cell). */
 struct work {
 	uint32_t cell;
 	uint32_t cls;
-	double tsum; /* sum of median chunk time x chunks */
-	double bsum; /* sum of bytes */
-	float lx;    /* log time per byte */
+	uint32_t link;
+	float tsum; /* sum of median chunk time x chunks */
+	float bsum; /* sum of bytes */
+	float lx;   /* log time per byte */
+	float q;    /* lx minus the class median */
+	float r;    /* q minus the baseline, centered */
+	float z;
+	uint8_t hot;
 };
 
 struct cls {
 	uint64_t key;
 	uint64_t iv; /* interval + 1 the counters belong to */
+	uint32_t step; /* statistics from every step-th sample */
+	uint32_t cnt;
 	uint32_t n;
 	uint32_t off;
 	uint32_t fill;
 	uint32_t parent; /* pooled class when this one is too small */
 	float med;
+	float medr;
 	float sig;
 };
 
@@ -211,17 +227,19 @@ struct matrix {
 	struct hmap cell_map;
 	struct cell *cells;
 	uint32_t ncells, ccells;
+	struct cbase *cbase;
+	uint32_t ccbase;
 
 	struct hmap link_map;
 	struct link *links;
 	uint32_t nlinks, clinks;
 	uint32_t *lwork; /* links sampled this interval */
 	uint32_t nlwork, caplwork;
+	uint32_t *lhot; /* the elevated ones among them */
+	uint32_t nlhot, caplhot;
 
 	struct work *work;
 	uint32_t nwork, cwork;
-	uint32_t *order;
-	uint32_t corder;
 	float *scratch;
 	uint32_t cscratch;
 	struct hmap cls_map; /* persistent: (comm, transport, size) -> class */
@@ -235,6 +253,8 @@ struct matrix {
 	uint32_t last_ci;
 	float lmin;  /* log(min_slowdown) */
 	float lcold; /* log(cold_slowdown) */
+	float inv[CELL_INV_MAX]; /* EWMA weight after n clean samples */
+	uint32_t inv_len;
 
 	struct hmap trk_map;
 	struct track *trk;

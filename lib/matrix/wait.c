@@ -132,6 +132,28 @@ wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
 }
 
 /*
+ * Medians of log kernel time and log wait per step over the members that
+ * reported this interval (*medw NAN when too few reported waits). Uses the
+ * second half of m->scratch, leaving the first to the caller.
+ */
+static void
+wait_medians(struct matrix *m, const struct comm *c, float *medk, float *medw)
+{
+	float *v = m->scratch + c->nranks;
+	uint32_t r, n = 0;
+
+	for (r = 0; r < c->nranks; r++)
+		if (wait_fresh(m, &c->rs[r]))
+			v[n++] = c->rs[r].lk;
+	*medk = matrix_median(v, n);
+	n = 0;
+	for (r = 0; r < c->nranks; r++)
+		if (wait_fresh(m, &c->rs[r]) && !isnan(c->rs[r].lw))
+			v[n++] = c->rs[r].lw;
+	*medw = n >= m->p.min_group ? matrix_median(v, n) : NAN;
+}
+
+/*
  * Judge one communicator: medians of log gap, log kernel time and log wait
  * over the members that reported, each member's gap against the median
  * and its own baseline, a robust z over the members, and the wait-chain
@@ -144,7 +166,7 @@ wait_comm(struct matrix *m, struct comm *c)
 	float *v = m->scratch;
 	float medg, medk, medw = NAN, medr, mad, sig;
 	float clean = m->lmin;
-	uint32_t r, n = 0, nw = 0;
+	uint32_t r, n = 0;
 
 	for (r = 0; r < c->nranks; r++)
 		if (wait_fresh(m, &c->rs[r]))
@@ -152,16 +174,6 @@ wait_comm(struct matrix *m, struct comm *c)
 	if (n < p->min_group || n * 2 < c->nranks)
 		return 0;
 	medg = matrix_median(v, n);
-	n = 0;
-	for (r = 0; r < c->nranks; r++)
-		if (wait_fresh(m, &c->rs[r]))
-			v[n++] = c->rs[r].lk;
-	medk = matrix_median(v, n);
-	for (r = 0; r < c->nranks; r++)
-		if (wait_fresh(m, &c->rs[r]) && !isnan(c->rs[r].lw))
-			v[nw++] = c->rs[r].lw;
-	if (nw >= p->min_group)
-		medw = matrix_median(v, nw);
 	n = 0;
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
@@ -177,6 +189,7 @@ wait_comm(struct matrix *m, struct comm *c)
 		v[r] = fabsf(v[r] - medr);
 	mad = matrix_median(v, n);
 	sig = fmaxf(1.4826f * mad, (float)p->sigma_floor);
+	medk = NAN; /* kernel and wait medians only when a gap stands out */
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
 		int warm = rs->gwarm >= p->warm_intervals, hot;
@@ -194,6 +207,8 @@ wait_comm(struct matrix *m, struct comm *c)
 			hot = x >= m->lcold &&
 			      z >= (float)p->cold_z_min;
 		/* the culprit waits least: short kernels, little wait */
+		if (hot && isnan(medk))
+			wait_medians(m, c, &medk, &medw);
 		if (hot && rs->lk > medk)
 			hot = 0;
 		if (hot && !isnan(medw) && !isnan(rs->lw) && rs->lw > medw)
@@ -205,10 +220,10 @@ wait_comm(struct matrix *m, struct comm *c)
 		}
 		if (warm && x >= clean)
 			continue;
-		if (rs->gwarm == 0)
-			rs->gbase = q;
-		else
-			rs->gbase += (float)p->base_alpha * (q - rs->gbase);
+		/* a clean sample: a running mean first, then an EWMA */
+		rs->gbase += (rs->gwarm < m->inv_len ? m->inv[rs->gwarm]
+						     : (float)p->base_alpha) *
+			     (q - rs->gbase);
 		if (rs->gwarm < UINT8_MAX)
 			rs->gwarm++;
 	}
@@ -224,7 +239,7 @@ wait_detect(struct matrix *m)
 	for (ci = 0; ci < m->ncomms; ci++)
 		if (m->comms[ci].nranks > maxn)
 			maxn = m->comms[ci].nranks;
-	if (mem_grow((void **)&m->scratch, &m->cscratch, maxn + 1,
+	if (mem_grow((void **)&m->scratch, &m->cscratch, 2 * maxn + 1,
 		     sizeof(*m->scratch)) < 0)
 		return -1;
 	for (ci = 0; ci < m->ncomms; ci++) {
