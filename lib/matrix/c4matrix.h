@@ -32,6 +32,9 @@
 #define C4M_DEF_PERSIST_K	   2	/* hot in k ...                      */
 #define C4M_DEF_PERSIST_N	   3	/* ... of the last n intervals       */
 #define C4M_DEF_RESOLVE_N	   3	/* clean intervals before resolution */
+#define C4M_DEF_WEAK_K		   3	/* weak evidence: hot in k ...       */
+#define C4M_DEF_WEAK_N		   4	/* ... of the last n intervals       */
+#define C4M_DEF_Z_STRONG	   5.0	/* z at which evidence is strong     */
 #define C4M_DEF_MIN_SLOWDOWN	   1.05 /* least slowdown that is an anomaly */
 #define C4M_DEF_COLD_SLOWDOWN	   1.40 /* same, before a baseline exists    */
 #define C4M_DEF_Z_MIN		   4.0	/* least robust z of a hot cell      */
@@ -247,8 +250,11 @@ struct c4m_event {
 
 /* ---- parameters -------------------------------------------------------- */
 struct c4m_params {
-	unsigned persist_k;
+	unsigned persist_k; /* strong evidence */
 	unsigned persist_n;
+	unsigned weak_k; /* weak evidence (z_min <= z < z_strong) */
+	unsigned weak_n;
+	double z_strong;
 	unsigned resolve_n;
 	double min_slowdown;
 	double cold_slowdown;

@@ -398,7 +398,8 @@ cell_score(struct matrix *m)
 		if (k->n < CELL_CLS_USABLE)
 			continue;
 		w->r -= k->medr;
-		w->z = w->r / k->sig;
+		/* a noisier cell than its class is judged by its own noise */
+		w->z = w->r / fmaxf(k->sig, sqrtf(m->cbase[w->cell].var));
 		if (m->cbase[w->cell].warm >= p->warm_intervals)
 			w->hot = w->r >= m->lmin && w->z >= (float)p->z_min;
 		else
@@ -544,6 +545,14 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind,
 	e.cells[0].z = l->best_z;
 	e.slowdown = exp(l->r);
 	e.score = l->z;
+	if (kind == C4M_EV_COMM_SLOW_TX || kind == C4M_EV_COMM_SLOW_RX) {
+		/* a row or column: its combined z is the evidence */
+		const struct side *sd =
+			&m->eps[kind == C4M_EV_COMM_SLOW_TX ? x->ep_tx : x->ep_rx]
+				 .sd[kind == C4M_EV_COMM_SLOW_RX];
+
+		e.score = sd->sum_z / sqrtf((float)(sd->ncons ? sd->ncons : 1));
+	}
 	switch (kind) {
 	case C4M_EV_COMM_SLOW_TX:
 		key = persist_key(kind, ka, 0);
@@ -700,6 +709,11 @@ cell_detect(struct matrix *m)
 			continue;
 		/* a clean sample: a running mean first, then an EWMA */
 		a = b->warm < m->inv_len ? m->inv[b->warm] : (float)p->base_alpha;
+		if (b->warm > 0) {
+			float d = w->q - b->base;
+
+			b->var += a * (d * d - b->var);
+		}
 		b->base += a * (w->q - b->base);
 		if (b->warm < UINT8_MAX)
 			b->warm++;

@@ -15,6 +15,9 @@ matrix_params_default(struct c4m_params *p)
 	p->persist_k = C4M_DEF_PERSIST_K;
 	p->persist_n = C4M_DEF_PERSIST_N;
 	p->resolve_n = C4M_DEF_RESOLVE_N;
+	p->weak_k = C4M_DEF_WEAK_K;
+	p->weak_n = C4M_DEF_WEAK_N;
+	p->z_strong = C4M_DEF_Z_STRONG;
 	p->min_slowdown = C4M_DEF_MIN_SLOWDOWN;
 	p->cold_slowdown = C4M_DEF_COLD_SLOWDOWN;
 	p->z_min = C4M_DEF_Z_MIN;
@@ -40,6 +43,9 @@ matrix_params_ok(const struct c4m_params *p)
 	    p->persist_k < 1 || p->persist_k > p->persist_n)
 		return 0;
 	if (p->resolve_n < 1 || p->resolve_n > C4M_HIST_MAX)
+		return 0;
+	if (p->weak_n < 1 || p->weak_n > C4M_HIST_MAX || p->weak_k < 1 ||
+	    p->weak_k > p->weak_n)
 		return 0;
 	if (!(p->min_slowdown > 1.0) || !(p->cold_slowdown >= 1.0) ||
 	    !(p->sigma_floor > 0) || !(p->base_alpha > 0) ||

@@ -136,6 +136,7 @@ struct cell {
 /* A cell's own history: log time per byte relative to its class. */
 struct cbase {
 	float base; /* running mean, then EWMA, of clean samples */
+	float var;  /* same, of the squared innovation: the cell's own noise */
 	uint8_t warm;
 };
 
@@ -192,7 +193,8 @@ struct cls {
 /* A tracked candidate anomaly (persist.c). */
 struct track {
 	uint64_t key;
-	uint32_t hist; /* bit 0 = current interval */
+	uint32_t hist;	 /* bit 0 = current interval */
+	uint32_t strong; /* intervals whose evidence was strong */
 	uint8_t open;
 	uint8_t seen;
 	uint8_t immediate; /* hangs/lost nodes carry their own timeout */

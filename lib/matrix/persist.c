@@ -2,8 +2,12 @@
  * persist.c: candidates become events. Every detector reports candidate
  * anomalies per interval under a key naming the kind and the culprit; this
  * layer keeps a short history per key and decides: OPEN when the candidate
- * was seen in persist_k of the last persist_n intervals (at once for hangs
- * and lost nodes, whose detectors apply their own timeout), UPDATED when
+ * was seen with strong evidence (score >= z_strong) in persist_k of the
+ * last persist_n intervals, or at all in weak_k of the last weak_n (at
+ * once for hangs and lost nodes, whose detectors apply their own
+ * timeout). Weak evidence waits longer because among hundreds of
+ * thousands of links a z of 4 to 6 twice in a row happens by chance; a
+ * real fault keeps it up. UPDATED when
  * the slowdown moved by update_delta, RESOLVED after resolve_n clean
  * intervals. One key has at most one open event; the event id is the key.
  */
@@ -130,6 +134,7 @@ persist_finish(struct matrix *m)
 {
 	const struct c4m_params *p = &m->p;
 	uint32_t nmask = (1u << p->persist_n) - 1;
+	uint32_t wmask = (1u << p->weak_n) - 1;
 	uint32_t rmask = (1u << p->resolve_n) - 1;
 	uint32_t i, j;
 
@@ -138,6 +143,8 @@ persist_finish(struct matrix *m)
 		unsigned hits;
 
 		t->hist = (t->hist << 1) | t->seen;
+		t->strong = (t->strong << 1) |
+			    (t->seen && t->ev.score >= p->z_strong);
 		hits = persist_popcount(t->hist & nmask);
 		if (t->seen) {
 			t->ev.slowdown = exp(t->sum_r / t->hits_r);
@@ -149,10 +156,13 @@ persist_finish(struct matrix *m)
 							(2.0 * p->z_min)));
 		}
 		if (!t->open) {
-			if (t->seen && (t->immediate || hits >= p->persist_k)) {
+			if (t->seen &&
+			    (t->immediate ||
+			     persist_popcount(t->strong & nmask) >= p->persist_k ||
+			     persist_popcount(t->hist & wmask) >= p->weak_k)) {
 				unsigned b, old = 0;
 
-				for (b = 0; b < p->persist_n; b++)
+				for (b = 0; b < p->weak_n; b++)
 					if (t->hist & (1u << b))
 						old = b;
 				t->open = 1;
@@ -161,7 +171,7 @@ persist_finish(struct matrix *m)
 				if (persist_emit(m, t, C4M_ST_OPEN) < 0)
 					return -1;
 				t->ev.state = C4M_ST_OPEN;
-			} else if ((t->hist & nmask) == 0) {
+			} else if ((t->hist & (nmask | wmask)) == 0) {
 				t->live = 0;
 			}
 		} else if (t->seen) {
