@@ -20,7 +20,7 @@
 
 #include "matrix_int.h"
 
-#define CELL_CLS_USABLE	 3    /* fewest cells whose median means anything */
+#define CELL_CLS_USABLE  3    /* fewest cells whose median means anything */
 #define CELL_STAT_SAMPLE 2048 /* class statistics from about this many */
 
 enum cell_side { SIDE_UNKNOWN = 0, SIDE_COLD, SIDE_MIXED, SIDE_HOT };
@@ -34,7 +34,7 @@ cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
 	if (hmap_get(&m->link_map, key, idx) == 0)
 		return 0;
 	if (mem_grow((void **)&m->links, &m->clinks, m->nlinks + 1,
-		     sizeof(*m->links)) < 0)
+	             sizeof(*m->links)) < 0)
 		return -1;
 	if (hmap_put(&m->link_map, key, m->nlinks) < 0)
 		return -1;
@@ -52,8 +52,8 @@ cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
  * position last interval is tried before the hash map.
  */
 static int
-cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn,
-	 uint32_t pos, uint32_t *idx)
+cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn, uint32_t pos,
+         uint32_t *idx)
 {
 	const struct comm *c = &m->comms[ci];
 	uint64_t key = CELL_KEY(ci, cn->algo, cn->src, cn->dst);
@@ -68,9 +68,9 @@ cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn,
 	if (hmap_get(&m->cell_map, key, idx) == 0)
 		goto hint;
 	if (mem_grow((void **)&m->cells, &m->ccells, m->ncells + 1,
-		     sizeof(*m->cells)) < 0 ||
+	             sizeof(*m->cells)) < 0 ||
 	    mem_grow((void **)&m->cbase, &m->ccbase, m->ncells + 1,
-		     sizeof(*m->cbase)) < 0)
+	             sizeof(*m->cbase)) < 0)
 		return -1;
 	if (hmap_put(&m->cell_map, key, m->ncells) < 0)
 		return -1;
@@ -85,16 +85,16 @@ cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn,
 	x->algo = cn->algo;
 	x->tr = cn->transport;
 	x->ep_tx = net ? m->devs[c->dev[cn->src]].ep_net
-		       : m->devs[c->dev[cn->src]].ep_gpu;
+	               : m->devs[c->dev[cn->src]].ep_gpu;
 	x->ep_rx = net ? m->devs[c->dev[cn->dst]].ep_net
-		       : m->devs[c->dev[cn->dst]].ep_gpu;
+	               : m->devs[c->dev[cn->dst]].ep_gpu;
 	x->cls = NO_IDX;
 	if (cell_link_get(m, x->ep_tx, x->ep_rx, &x->link) < 0)
 		return -1;
 	*idx = m->ncells++;
 hint:
 	if (pos >= m->chint && mem_grow((void **)&m->hint, &m->chint, pos + 1,
-					sizeof(*m->hint)) < 0)
+	                                sizeof(*m->hint)) < 0)
 		return -1;
 	m->hint[pos] = *idx;
 	if (pos >= m->nhint)
@@ -109,8 +109,8 @@ cell_cls_get(struct matrix *m, uint64_t key, uint32_t *idx)
 
 	if (hmap_get(&m->cls_map, key, idx) == 0)
 		return 0;
-	if (mem_grow((void **)&m->cls, &m->ccls, m->ncls + 1,
-		     sizeof(*m->cls)) < 0)
+	if (mem_grow((void **)&m->cls, &m->ccls, m->ncls + 1, sizeof(*m->cls)) <
+	    0)
 		return -1;
 	if (hmap_put(&m->cls_map, key, m->ncls) < 0)
 		return -1;
@@ -130,7 +130,7 @@ cell_cls_touch(struct matrix *m, uint32_t cl, uint32_t n)
 
 	if (k->iv != m->iv + 1) {
 		if (mem_grow((void **)&m->clwork, &m->cclwork, m->nclwork + 1,
-			     sizeof(*m->clwork)) < 0)
+		             sizeof(*m->clwork)) < 0)
 			return -1;
 		m->clwork[m->nclwork++] = cl;
 		k->iv = m->iv + 1;
@@ -157,7 +157,7 @@ static int
 cell_stuck_add(struct matrix *m, uint32_t idx)
 {
 	if (mem_grow((void **)&m->stuck, &m->cstuck, m->nstuck + 1,
-		     sizeof(*m->stuck)) < 0)
+	             sizeof(*m->stuck)) < 0)
 		return -1;
 	m->stuck[m->nstuck++] = idx;
 	return 0;
@@ -190,8 +190,7 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 			continue;
 		if (cn->src >= m->comms[ci].nranks ||
 		    cn->dst >= m->comms[ci].nranks || cn->src == cn->dst ||
-		    cn->algo >= C4M_ALGO_COUNT ||
-		    cn->transport >= C4M_TR_COUNT)
+		    cn->algo >= C4M_ALGO_COUNT || cn->transport >= C4M_TR_COUNT)
 			continue;
 		if (cell_get(m, ci, cn, (uint32_t)i, &idx) < 0)
 			return -1;
@@ -222,18 +221,18 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 		}
 		sc = (uint8_t)cell_size_class(chunk);
 		if (x->cls == NO_IDX || x->sc != sc) {
-			if (cell_cls_get(m,
-					 ((uint64_t)(ci + 1) << 16) |
-						 ((uint64_t)cn->transport << 8) |
-						 sc,
-					 &cl) < 0)
+			if (cell_cls_get(
+			            m,
+			            ((uint64_t)(ci + 1) << 16) |
+			                    ((uint64_t)cn->transport << 8) | sc,
+			            &cl) < 0)
 				return -1;
 			x = &m->cells[idx];
 			x->cls = cl;
 			x->sc = sc;
 		}
 		if (mem_grow((void **)&m->work, &m->cwork, m->nwork + 1,
-			     sizeof(*m->work)) < 0)
+		             sizeof(*m->work)) < 0)
 			return -1;
 		x->widx = m->nwork;
 		w = &m->work[m->nwork++];
@@ -267,7 +266,8 @@ cell_classify(struct matrix *m)
 
 		if (n >= m->p.min_class)
 			continue;
-		if (cell_cls_get(m, m->cls[m->clwork[i]].key & 0xffffu, &p) < 0 ||
+		if (cell_cls_get(m, m->cls[m->clwork[i]].key & 0xffffu, &p) <
+		            0 ||
 		    cell_cls_touch(m, p, n) < 0)
 			return -1;
 		m->cls[m->clwork[i]].parent = p;
@@ -288,7 +288,7 @@ cell_classify(struct matrix *m)
 			off += (k->n + k->step - 1) / k->step;
 	}
 	return mem_grow((void **)&m->scratch, &m->cscratch, off + 1,
-			sizeof(*m->scratch));
+	                sizeof(*m->scratch));
 }
 
 static void
@@ -320,7 +320,7 @@ cell_link_add(struct matrix *m, const struct work *w)
 
 	if (l->stamp != stamp) {
 		if (mem_grow((void **)&m->lwork, &m->caplwork, m->nlwork + 1,
-			     sizeof(*m->lwork)) < 0)
+		             sizeof(*m->lwork)) < 0)
 			return -1;
 		m->lwork[m->nlwork++] = w->link;
 		l->stamp = stamp;
@@ -389,7 +389,7 @@ cell_score(struct matrix *m)
 		for (j = 0; j < k->fill; j++)
 			v[j] = fabsf(v[j] - k->medr);
 		k->sig = fmaxf(1.4826f * matrix_median(v, k->fill),
-			       (float)p->sigma_floor);
+		               (float)p->sigma_floor);
 	}
 	for (i = 0; i < m->nwork; i++) {
 		struct work *w = &m->work[i];
@@ -403,7 +403,8 @@ cell_score(struct matrix *m)
 		if (m->cbase[w->cell].warm >= p->warm_intervals)
 			w->hot = w->r >= m->lmin && w->z >= (float)p->z_min;
 		else
-			w->hot = w->r >= m->lcold && w->z >= (float)p->cold_z_min;
+			w->hot = w->r >= m->lcold &&
+			         w->z >= (float)p->cold_z_min;
 		if (cell_link_add(m, w) < 0)
 			return -1;
 	}
@@ -414,10 +415,13 @@ static struct side *
 cell_side_of(struct matrix *m, uint32_t ep, int rx)
 {
 	struct side *sd = &m->eps[ep].sd[rx];
+	uint32_t stamp = (uint32_t)(m->iv + 1);
 
-	if (sd->iv != m->iv + 1) {
-		memset(sd, 0, sizeof(*sd));
-		sd->iv = m->iv + 1;
+	if (sd->stamp != stamp) {
+		sd->stamp = stamp;
+		sd->n = sd->ncons = 0;
+		sd->sum_r = sd->sum_z = 0;
+		sd->status = SIDE_UNKNOWN;
 		sd->rmax = -INFINITY;
 	}
 	return sd;
@@ -430,7 +434,7 @@ cell_side_of(struct matrix *m, uint32_t ep, int rx)
  */
 static int
 cell_consistent(const struct matrix *m, const struct side *sd,
-		const struct link *l)
+                const struct link *l)
 {
 	if (l->ncold > 0)
 		return l->hot; /* cold cells: only under the cold thresholds */
@@ -481,7 +485,7 @@ cell_side(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 
 static void
 cell_fill_link(const struct matrix *m, struct c4m_suspect *s,
-	       const struct cell *x)
+               const struct cell *x)
 {
 	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
 	const struct dev *b = &m->devs[m->comms[x->comm].dev[x->dst]];
@@ -505,7 +509,7 @@ cell_fill_link(const struct matrix *m, struct c4m_suspect *s,
 /* A suspect for one side (tx: the source of x, rx: its destination). */
 static void
 cell_fill_side(const struct matrix *m, struct c4m_suspect *s,
-	       const struct cell *x, unsigned role)
+               const struct cell *x, unsigned role)
 {
 	uint32_t rank = role == C4M_ROLE_TX ? x->src : x->dst;
 
@@ -522,8 +526,8 @@ cell_fill_side(const struct matrix *m, struct c4m_suspect *s,
  * that wavers between them still persists.
  */
 static int
-cell_observe(struct matrix *m, const struct link *l, unsigned kind,
-	     int rside, int cside)
+cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
+             int cside)
 {
 	const struct cell *x = &m->cells[l->best];
 	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
@@ -548,8 +552,9 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind,
 	if (kind == C4M_EV_COMM_SLOW_TX || kind == C4M_EV_COMM_SLOW_RX) {
 		/* a row or column: its combined z is the evidence */
 		const struct side *sd =
-			&m->eps[kind == C4M_EV_COMM_SLOW_TX ? x->ep_tx : x->ep_rx]
-				 .sd[kind == C4M_EV_COMM_SLOW_RX];
+		        &m->eps[kind == C4M_EV_COMM_SLOW_TX ? x->ep_tx
+		                                            : x->ep_rx]
+		                 .sd[kind == C4M_EV_COMM_SLOW_RX];
 
 		e.score = sd->sum_z / sqrtf((float)(sd->ncons ? sd->ncons : 1));
 	}
@@ -580,14 +585,14 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind,
 		e.ambiguous = 1;
 		if (rside != SIDE_COLD)
 			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-				       C4M_ROLE_TX);
+			               C4M_ROLE_TX);
 		if (cside != SIDE_COLD && rside == SIDE_COLD)
 			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-				       C4M_ROLE_RX);
+			               C4M_ROLE_RX);
 		cell_fill_link(m, &e.suspects[e.nsuspects++], x);
 		if (cside != SIDE_COLD && rside != SIDE_COLD)
 			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-				       C4M_ROLE_RX);
+			               C4M_ROLE_RX);
 		e.action = C4M_ACT_INVESTIGATE;
 		e.isolate_host = a->host;
 		break;
@@ -619,8 +624,10 @@ cell_links_score(struct matrix *m)
 			l->hot = l->nhot > 0 && l->r >= m->lcold;
 		else
 			l->hot = l->r >= m->lmin && l->z >= (float)p->z_min;
-		tx->n++;
-		rx->n++;
+		if (tx->n < UINT16_MAX)
+			tx->n++;
+		if (rx->n < UINT16_MAX)
+			rx->n++;
 		if (l->r > tx->rmax)
 			tx->rmax = l->r;
 		if (l->r > rx->rmax)
@@ -629,7 +636,7 @@ cell_links_score(struct matrix *m)
 		if (!l->elevated)
 			continue;
 		if (mem_grow((void **)&m->lhot, &m->caplhot, m->nlhot + 1,
-			     sizeof(*m->lhot)) < 0)
+		             sizeof(*m->lhot)) < 0)
 			return -1;
 		m->lhot[m->nlhot++] = m->lwork[i];
 	}
@@ -643,7 +650,8 @@ cell_links_score(struct matrix *m)
 		for (s = 0; s < 2; s++) {
 			if (!cell_consistent(m, sd[s], l))
 				continue;
-			sd[s]->ncons++;
+			if (sd[s]->ncons < UINT16_MAX)
+				sd[s]->ncons++;
 			sd[s]->sum_r += l->r;
 			sd[s]->sum_z += l->z;
 		}
@@ -689,10 +697,10 @@ cell_detect(struct matrix *m)
 			return -1;
 		if (l->hot && rs != SIDE_HOT && cs != SIDE_HOT &&
 		    cell_observe(m, l,
-				 rs == SIDE_COLD && cs == SIDE_COLD
-					 ? C4M_EV_COMM_SLOW_LINK
-					 : C4M_EV_COMM_SLOW_AMBIG,
-				 rs, cs) < 0)
+		                 rs == SIDE_COLD && cs == SIDE_COLD
+		                         ? C4M_EV_COMM_SLOW_LINK
+		                         : C4M_EV_COMM_SLOW_AMBIG,
+		                 rs, cs) < 0)
 			return -1;
 	}
 	for (i = 0; i < m->nwork; i++) {
@@ -708,7 +716,8 @@ cell_detect(struct matrix *m)
 		if (b->warm >= p->warm_intervals && w->r >= m->lmin)
 			continue;
 		/* a clean sample: a running mean first, then an EWMA */
-		a = b->warm < m->inv_len ? m->inv[b->warm] : (float)p->base_alpha;
+		a = b->warm < m->inv_len ? m->inv[b->warm]
+		                         : (float)p->base_alpha;
 		if (b->warm > 0) {
 			float d = w->q - b->base;
 

@@ -54,26 +54,26 @@ hang_node_events(struct matrix *m)
 		e.kind = C4M_EV_NODE_LOST;
 		if (x->dev != NO_IDX) {
 			matrix_suspect_dev(m, &e.suspects[0], x->dev,
-					   C4M_ROLE_HOST);
+			                   C4M_ROLE_HOST);
 			e.nsuspects = 1;
 			e.comm = e.suspects[0].comm;
 		}
 		e.slowdown = 1.0;
 		e.score = x->last_seen ? (double)(m->iv + 1 - x->last_seen)
-				       : (double)m->p.node_timeout;
+		                       : (double)m->p.node_timeout;
 		e.confidence = 0.99;
 		e.action = C4M_ACT_ISOLATE_HOST;
 		e.isolate_host = x->host;
-		if (persist_observe(m, persist_key(C4M_EV_NODE_LOST, x->host, 0),
-				    &e, 1) < 0)
+		if (persist_observe(m,
+		                    persist_key(C4M_EV_NODE_LOST, x->host, 0),
+		                    &e, 1) < 0)
 			return -1;
 	}
 	return 0;
 }
 
 static int
-hang_missing(struct matrix *m, const struct comm *c, uint32_t rank,
-	     uint64_t k)
+hang_missing(struct matrix *m, const struct comm *c, uint32_t rank, uint64_t k)
 {
 	struct c4m_event e;
 	uint32_t dev = c->dev[rank];
@@ -92,11 +92,11 @@ hang_missing(struct matrix *m, const struct comm *c, uint32_t rank,
 	e.hang_seq = k;
 	e.action = C4M_ACT_ISOLATE_HOST;
 	e.isolate_host = d->host;
-	return persist_observe(
-		m,
-		persist_key(C4M_EV_NONCOMM_HANG, ((uint64_t)d->host << 16) | d->gpu,
-			    0),
-		&e, 1);
+	return persist_observe(m,
+	                       persist_key(C4M_EV_NONCOMM_HANG,
+	                                   ((uint64_t)d->host << 16) | d->gpu,
+	                                   0),
+	                       &e, 1);
 }
 
 static int
@@ -144,10 +144,10 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 		e.action = C4M_ACT_CHECK_LINK;
 		e.isolate_host = a->host;
 		if (persist_observe(m,
-				    persist_key(C4M_EV_COMM_HANG,
-						m->eps[x->ep_tx].pkey,
-						m->eps[x->ep_rx].pkey),
-				    &e, 1) < 0)
+		                    persist_key(C4M_EV_COMM_HANG,
+		                                m->eps[x->ep_tx].pkey,
+		                                m->eps[x->ep_rx].pkey),
+		                    &e, 1) < 0)
 			return -1;
 		found++;
 	}
@@ -169,7 +169,7 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 	e.nsuspects = 1;
 	e.isolate_host = e.suspects[0].host;
 	return persist_observe(m, persist_key(C4M_EV_COMM_HANG, c->hash, ~0ull),
-			       &e, 1);
+	                       &e, 1);
 }
 
 static int

@@ -84,10 +84,11 @@ matrix_new(const struct c4m_params *p)
 			break;
 		m->inv[m->inv_len] = a;
 	}
-	if (hmap_init(&m->comm_map, 16) < 0 || hmap_init(&m->host_map, 16) < 0 ||
-	    hmap_init(&m->dev_map, 16) < 0 || hmap_init(&m->ep_map, 16) < 0 ||
-	    hmap_init(&m->cell_map, 64) < 0 || hmap_init(&m->cls_map, 16) < 0 ||
-	    hmap_init(&m->trk_map, 16) < 0 || hmap_init(&m->link_map, 64) < 0)
+	if (hmap_init(&m->comm_map, 16) < 0 ||
+	    hmap_init(&m->host_map, 16) < 0 || hmap_init(&m->dev_map, 16) < 0 ||
+	    hmap_init(&m->ep_map, 16) < 0 || hmap_init(&m->cell_map, 64) < 0 ||
+	    hmap_init(&m->cls_map, 16) < 0 || hmap_init(&m->trk_map, 16) < 0 ||
+	    hmap_init(&m->link_map, 64) < 0)
 		goto fail;
 	return m;
 fail:
@@ -150,7 +151,7 @@ matrix_host_get(struct matrix *m, uint32_t host, uint32_t *idx)
 	if (hmap_get(&m->host_map, host, idx) == 0)
 		return 0;
 	if (mem_grow((void **)&m->hosts, &m->chosts, m->nhosts + 1,
-		     sizeof(*m->hosts)) < 0)
+	             sizeof(*m->hosts)) < 0)
 		return -1;
 	if (hmap_put(&m->host_map, host, m->nhosts) < 0)
 		return -1;
@@ -165,14 +166,14 @@ matrix_host_get(struct matrix *m, uint32_t host, uint32_t *idx)
 
 static int
 matrix_ep_get(struct matrix *m, uint64_t key, uint32_t dev, int net,
-	      uint32_t *idx)
+              uint32_t *idx)
 {
 	struct ep *e;
 
 	if (hmap_get(&m->ep_map, key, idx) == 0)
 		return 0;
-	if (mem_grow((void **)&m->eps, &m->ceps, m->neps + 1,
-		     sizeof(*m->eps)) < 0)
+	if (mem_grow((void **)&m->eps, &m->ceps, m->neps + 1, sizeof(*m->eps)) <
+	    0)
 		return -1;
 	if (hmap_put(&m->ep_map, key, m->neps) < 0)
 		return -1;
@@ -187,8 +188,8 @@ matrix_ep_get(struct matrix *m, uint64_t key, uint32_t dev, int net,
 
 /* Find or create the device (host, gpu) with its two endpoints. */
 static int
-matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc,
-	       uint64_t comm, uint32_t rank, uint32_t *idx)
+matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc, uint64_t comm,
+               uint32_t rank, uint32_t *idx)
 {
 	uint64_t key = ((uint64_t)loc->host << 16) | loc->gpu;
 	uint64_t nkey;
@@ -200,7 +201,7 @@ matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc,
 	if (matrix_host_get(m, loc->host, &hidx) < 0)
 		return -1;
 	if (mem_grow((void **)&m->devs, &m->cdevs, m->ndevs + 1,
-		     sizeof(*m->devs)) < 0)
+	             sizeof(*m->devs)) < 0)
 		return -1;
 	if (hmap_put(&m->dev_map, key, m->ndevs) < 0)
 		return -1;
@@ -233,7 +234,7 @@ matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc,
  */
 int
 matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
-		const struct c4m_rank_loc *map)
+                const struct c4m_rank_loc *map)
 {
 	struct comm *c;
 	uint32_t idx, r;
@@ -245,7 +246,7 @@ matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
 	if (m->ncomms >= C4M_MAX_COMMS)
 		return -1;
 	if (mem_grow((void **)&m->comms, &m->ccomms, m->ncomms + 1,
-		     sizeof(*m->comms)) < 0)
+	             sizeof(*m->comms)) < 0)
 		return -1;
 	c = &m->comms[m->ncomms];
 	memset(c, 0, sizeof(*c));
@@ -292,8 +293,8 @@ matrix_ep_dev(const struct matrix *m, uint32_t ep)
 
 /* Fill suspect s for device dev in role (tx/rx/rank/host). */
 void
-matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s,
-		   uint32_t dev, unsigned role)
+matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s, uint32_t dev,
+                   unsigned role)
 {
 	const struct dev *d = &m->devs[dev];
 
@@ -393,7 +394,7 @@ matrix_mark_rank(struct matrix *m, uint64_t comm, uint32_t rank)
  */
 int
 matrix_analyze(struct matrix *m, const struct c4m_input *in,
-	       const struct c4m_event **ev, size_t *nev)
+               const struct c4m_event **ev, size_t *nev)
 {
 	size_t i;
 	uint32_t h;
@@ -448,9 +449,9 @@ const char *
 matrix_kind_name(unsigned kind)
 {
 	static const char *const names[C4M_EV_COUNT] = {
-		"comm-slow-link", "comm-slow-tx",  "comm-slow-rx",
-		"comm-slow-ambiguous", "noncomm-slow", "comm-hang",
-		"noncomm-hang", "node-lost",
+	        "comm-slow-link",      "comm-slow-tx", "comm-slow-rx",
+	        "comm-slow-ambiguous", "noncomm-slow", "comm-hang",
+	        "noncomm-hang",        "node-lost",
 	};
 
 	return kind < C4M_EV_COUNT ? names[kind] : "unknown";
@@ -467,8 +468,7 @@ matrix_state_name(unsigned state)
 const char *
 matrix_role_name(unsigned role)
 {
-	static const char *const names[] = {"tx", "rx", "link", "rank",
-					    "host"};
+	static const char *const names[] = {"tx", "rx", "link", "rank", "host"};
 
 	return role <= C4M_ROLE_HOST ? names[role] : "unknown";
 }

@@ -10,14 +10,14 @@
 
 #include "c4matrix.h"
 
-#define HMAP_EMPTY    UINT64_MAX /* a key never used */
-#define HMAP_MIN_CAP  16u
-#define NO_IDX	      UINT32_MAX
-#define CELL_INV_MAX  64 /* longest running-mean start of a baseline */
-#define EP_NET_FLAG   (1ull << 63) /* endpoint key: NIC port, else GPU */
+#define HMAP_EMPTY   UINT64_MAX /* a key never used */
+#define HMAP_MIN_CAP 16u
+#define NO_IDX       UINT32_MAX
+#define CELL_INV_MAX 64           /* longest running-mean start of a baseline */
+#define EP_NET_FLAG  (1ull << 63) /* endpoint key: NIC port, else GPU */
 #define CELL_KEY(c, a, s, d)                                                   \
-	(((uint64_t)(c) << 41) | ((uint64_t)(a) << 38) | ((uint64_t)(s) << 19) | \
-	 (uint64_t)(d))
+	(((uint64_t)(c) << 41) | ((uint64_t)(a) << 38) |                       \
+	 ((uint64_t)(s) << 19) | (uint64_t)(d))
 
 /* mem.c: counted allocation, so benchmarks can report the engine's memory. */
 void *mem_alloc(size_t size);
@@ -43,10 +43,10 @@ uint64_t hmap_mix(uint64_t x);
 
 struct host {
 	uint32_t host;
-	uint32_t dev; /* first device registered on it */
+	uint32_t dev;       /* first device registered on it */
 	uint64_t last_seen; /* interval + 1; 0 = never */
-	uint64_t added;	    /* interval count when first registered */
-	uint8_t heard;	    /* heard from in the current interval */
+	uint64_t added;     /* interval count when first registered */
+	uint8_t heard;      /* heard from in the current interval */
 	uint8_t lost;
 };
 
@@ -56,8 +56,8 @@ struct dev {
 	uint16_t gpu;
 	uint16_t nic;
 	uint8_t port;
-	uint8_t blocked; /* entered > done on some comm this interval */
-	uint64_t blk_iv; /* interval blocked was computed for */
+	uint8_t blocked;   /* entered > done on some comm this interval */
+	uint64_t blk_iv;   /* interval blocked was computed for */
 	uint64_t ref_comm; /* a (comm, rank) naming this device */
 	uint32_t ref_rank;
 	uint32_t ep_net; /* NIC port endpoint */
@@ -66,11 +66,11 @@ struct dev {
 
 /* Per-interval aggregate of one side (row or column) of an endpoint. */
 struct side {
-	uint64_t iv; /* interval + 1 the counters belong to */
-	uint32_t n;  /* cells sampled */
-	uint32_t ncons; /* cells consistent with the hottest one */
+	uint32_t stamp; /* low bits of interval + 1 the counters belong to */
+	uint16_t n;     /* links sampled */
+	uint16_t ncons; /* links consistent with the hottest one */
 	float rmax;
-	float sum_r; /* over consistent cells */
+	float sum_r; /* over consistent links */
 	float sum_z;
 	uint8_t status;
 };
@@ -88,12 +88,12 @@ struct crank {
 	uint64_t enter;
 	uint64_t done;
 	uint64_t seen_iv; /* interval + 1 of the last summary */
-	float gbase;	  /* gap, log, relative to the comm median */
+	float gbase;      /* gap, log, relative to the comm median */
 	uint8_t gwarm;
-	uint8_t has;	  /* usable stats this interval */
-	float lg;	  /* log mean gap this interval */
-	float lk;	  /* log mean kernel time */
-	float lw;	  /* log wait per step, NAN when none */
+	uint8_t has;       /* usable stats this interval */
+	float lg;          /* log mean gap this interval */
+	float lk;          /* log mean kernel time */
+	float lw;          /* log wait per step, NAN when none */
 	double gs, ks, ws; /* sums over this interval's summaries */
 	uint64_t gn, kn, wn;
 };
@@ -101,7 +101,7 @@ struct crank {
 struct comm {
 	uint64_t hash;
 	uint32_t nranks;
-	uint32_t *dev;	 /* per rank: device index */
+	uint32_t *dev; /* per rank: device index */
 	struct crank *rs;
 	uint64_t done_max;
 	uint32_t stall; /* consecutive intervals without completion */
@@ -149,12 +149,12 @@ struct link {
 	uint32_t ep_tx;
 	uint32_t ep_rx;
 	uint32_t stamp; /* low bits of interval + 1 of the sums below */
-	uint32_t best;	/* cell with the largest r */
-	uint16_t k;	/* cells this interval */
+	uint32_t best;  /* cell with the largest r */
+	uint16_t k;     /* cells this interval */
 	uint16_t ncold;
 	uint16_t nhot;
 	uint8_t hot;
-	uint8_t elevated; /* r >= min_slowdown / 2: may matter for a side */
+	uint8_t elevated;    /* r >= min_slowdown / 2: may matter for a side */
 	uint8_t on_hot_side; /* set by the verdicts for elevated links */
 	float best_r;
 	float best_z;
@@ -178,7 +178,7 @@ struct work {
 
 struct cls {
 	uint64_t key;
-	uint64_t iv; /* interval + 1 the counters belong to */
+	uint64_t iv;   /* interval + 1 the counters belong to */
 	uint32_t step; /* statistics from every step-th sample */
 	uint32_t cnt;
 	uint32_t n;
@@ -193,7 +193,7 @@ struct cls {
 /* A tracked candidate anomaly (persist.c). */
 struct track {
 	uint64_t key;
-	uint32_t hist;	 /* bit 0 = current interval */
+	uint32_t hist;   /* bit 0 = current interval */
 	uint32_t strong; /* intervals whose evidence was strong */
 	uint8_t open;
 	uint8_t seen;
@@ -253,8 +253,8 @@ struct matrix {
 	uint32_t nhint, chint;
 	uint64_t last_comm; /* one-entry cache of comm_map */
 	uint32_t last_ci;
-	float lmin;  /* log(min_slowdown) */
-	float lcold; /* log(cold_slowdown) */
+	float lmin;              /* log(min_slowdown) */
+	float lcold;             /* log(cold_slowdown) */
 	float inv[CELL_INV_MAX]; /* EWMA weight after n clean samples */
 	uint32_t inv_len;
 
@@ -272,7 +272,7 @@ struct matrix {
 /* matrix.c helpers used by the detectors */
 uint32_t matrix_ep_dev(const struct matrix *m, uint32_t ep);
 void matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s,
-			uint32_t dev, unsigned role);
+                        uint32_t dev, unsigned role);
 float matrix_median(float *v, uint32_t n);
 int matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci);
 
@@ -289,7 +289,7 @@ int hang_detect(struct matrix *m);
 
 /* persist.c: candidates, persistence, event lifecycle */
 int persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
-		    int immediate);
+                    int immediate);
 int persist_finish(struct matrix *m);
 uint64_t persist_key(unsigned kind, uint64_t a, uint64_t b);
 void persist_free(struct matrix *m);

@@ -21,7 +21,7 @@ uint64_t
 persist_key(unsigned kind, uint64_t a, uint64_t b)
 {
 	uint64_t k = hmap_mix(hmap_mix((uint64_t)kind * 0x100000001b3ull ^ a) ^
-			      (b * 0x9e3779b97f4a7c15ull + 1));
+	                      (b * 0x9e3779b97f4a7c15ull + 1));
 
 	return k == HMAP_EMPTY ? k - 1 : k;
 }
@@ -62,14 +62,14 @@ persist_merge(struct c4m_event *dst, const struct c4m_event *e)
  */
 int
 persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
-		int immediate)
+                int immediate)
 {
 	struct track *t;
 	uint32_t idx;
 
 	if (hmap_get(&m->trk_map, key, &idx) < 0) {
 		if (mem_grow((void **)&m->trk, &m->ctrk, m->ntrk + 1,
-			     sizeof(*m->trk)) < 0)
+		             sizeof(*m->trk)) < 0)
 			return -1;
 		if (hmap_put(&m->trk_map, key, m->ntrk) < 0)
 			return -1;
@@ -115,8 +115,8 @@ persist_popcount(uint32_t x)
 static int
 persist_emit(struct matrix *m, const struct track *t, unsigned state)
 {
-	if (mem_grow((void **)&m->out, &m->cout, m->nout + 1,
-		     sizeof(*m->out)) < 0)
+	if (mem_grow((void **)&m->out, &m->cout, m->nout + 1, sizeof(*m->out)) <
+	    0)
 		return -1;
 	m->out[m->nout] = t->ev;
 	m->out[m->nout].state = (uint8_t)state;
@@ -144,21 +144,22 @@ persist_finish(struct matrix *m)
 
 		t->hist = (t->hist << 1) | t->seen;
 		t->strong = (t->strong << 1) |
-			    (t->seen && t->ev.score >= p->z_strong);
+		            (t->seen && t->ev.score >= p->z_strong);
 		hits = persist_popcount(t->hist & nmask);
 		if (t->seen) {
 			t->ev.slowdown = exp(t->sum_r / t->hits_r);
 			t->ev.last_interval = m->iv;
 			if (!t->immediate)
-				t->ev.confidence = fmin(
-					0.99, 1.0 - exp(-(double)hits *
-							t->ev.score /
-							(2.0 * p->z_min)));
+				t->ev.confidence =
+				        fmin(0.99, 1.0 - exp(-(double)hits *
+				                             t->ev.score /
+				                             (2.0 * p->z_min)));
 		}
 		if (!t->open) {
 			if (t->seen &&
 			    (t->immediate ||
-			     persist_popcount(t->strong & nmask) >= p->persist_k ||
+			     persist_popcount(t->strong & nmask) >=
+			             p->persist_k ||
 			     persist_popcount(t->hist & wmask) >= p->weak_k)) {
 				unsigned b, old = 0;
 

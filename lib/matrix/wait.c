@@ -84,13 +84,9 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 			continue;
 		rs = &m->comms[ci].rs[in->coll[i].rank];
 		rs->has = rs->gn > 0 && rs->kn > 0;
-		if (rs->has) {
-			rs->lg = (float)log(rs->gs / (double)rs->gn);
-			rs->lk = (float)log(rs->ks / (double)rs->kn);
-		}
-		rs->lw = rs->wn > 0 && rs->ws > 0
-				 ? (float)log(rs->ws / (double)rs->wn)
-				 : NAN;
+		if (rs->has)
+			rs->lg = logf((float)(rs->gs / (double)rs->gn));
+		/* kernel and wait logs are taken only where a gap stands out */
 	}
 	return 0;
 }
@@ -103,7 +99,7 @@ wait_fresh(const struct matrix *m, const struct crank *rs)
 
 static int
 wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
-	     float z)
+             float z)
 {
 	struct c4m_event e;
 	uint32_t dev = c->dev[rank];
@@ -126,25 +122,36 @@ wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
 	e.score = z;
 	e.action = C4M_ACT_ISOLATE_HOST;
 	e.isolate_host = d->host;
-	return persist_observe(
-		m, persist_key(C4M_EV_NONCOMM_SLOW, ((uint64_t)d->host << 16) | d->gpu, 0),
-		&e, 0);
+	return persist_observe(m,
+	                       persist_key(C4M_EV_NONCOMM_SLOW,
+	                                   ((uint64_t)d->host << 16) | d->gpu,
+	                                   0),
+	                       &e, 0);
 }
 
 /*
  * Medians of log kernel time and log wait per step over the members that
- * reported this interval (*medw NAN when too few reported waits). Uses the
- * second half of m->scratch, leaving the first to the caller.
+ * reported this interval (*medw NAN when too few reported waits), taking
+ * the members' logs on the way. Uses the second half of m->scratch,
+ * leaving the first to the caller.
  */
 static void
-wait_medians(struct matrix *m, const struct comm *c, float *medk, float *medw)
+wait_medians(struct matrix *m, struct comm *c, float *medk, float *medw)
 {
 	float *v = m->scratch + c->nranks;
 	uint32_t r, n = 0;
 
-	for (r = 0; r < c->nranks; r++)
-		if (wait_fresh(m, &c->rs[r]))
-			v[n++] = c->rs[r].lk;
+	for (r = 0; r < c->nranks; r++) {
+		struct crank *rs = &c->rs[r];
+
+		if (!wait_fresh(m, rs))
+			continue;
+		rs->lk = logf((float)(rs->ks / (double)rs->kn));
+		rs->lw = rs->wn > 0 && rs->ws > 0
+		                 ? logf((float)(rs->ws / (double)rs->wn))
+		                 : NAN;
+		v[n++] = rs->lk;
+	}
 	*medk = matrix_median(v, n);
 	n = 0;
 	for (r = 0; r < c->nranks; r++)
@@ -201,11 +208,9 @@ wait_comm(struct matrix *m, struct comm *c)
 		x = (warm ? q - rs->gbase : q) - medr;
 		z = x / sig;
 		if (warm)
-			hot = x >= m->lmin &&
-			      z >= (float)p->z_min;
+			hot = x >= m->lmin && z >= (float)p->z_min;
 		else
-			hot = x >= m->lcold &&
-			      z >= (float)p->cold_z_min;
+			hot = x >= m->lcold && z >= (float)p->cold_z_min;
 		/* the culprit waits least: short kernels, little wait */
 		if (hot && isnan(medk))
 			wait_medians(m, c, &medk, &medw);
@@ -222,8 +227,8 @@ wait_comm(struct matrix *m, struct comm *c)
 			continue;
 		/* a clean sample: a running mean first, then an EWMA */
 		rs->gbase += (rs->gwarm < m->inv_len ? m->inv[rs->gwarm]
-						     : (float)p->base_alpha) *
-			     (q - rs->gbase);
+		                                     : (float)p->base_alpha) *
+		             (q - rs->gbase);
 		if (rs->gwarm < UINT8_MAX)
 			rs->gwarm++;
 	}
@@ -240,7 +245,7 @@ wait_detect(struct matrix *m)
 		if (m->comms[ci].nranks > maxn)
 			maxn = m->comms[ci].nranks;
 	if (mem_grow((void **)&m->scratch, &m->cscratch, 2 * maxn + 1,
-		     sizeof(*m->scratch)) < 0)
+	             sizeof(*m->scratch)) < 0)
 		return -1;
 	for (ci = 0; ci < m->ncomms; ci++) {
 		if (m->comms[ci].nranks < m->p.min_group)

@@ -28,26 +28,26 @@
 #include "c4matrix.h"
 
 #define SCEN_GPUS_PER_HOST 8
-#define SCEN_MAX_FAULTS	   4
-#define SCEN_MAX_RANKS	   (1u << 18)
-#define SCEN_PP_STAGES	   4
-#define SCEN_EP_SIZE	   8
+#define SCEN_MAX_FAULTS    4
+#define SCEN_MAX_RANKS     (1u << 18)
+#define SCEN_PP_STAGES     4
+#define SCEN_EP_SIZE       8
 #define SCEN_MAX_DEV_COMMS 6 /* communicators one device belongs to */
 
 enum scen_layout {
 	SCEN_L_TP_DP = 0, /* TP=8 in host (NVLink ring), DP rails ring+tree */
 	SCEN_L_TP_PP_DP,  /* TP=8, PP=4 stages (send/recv), DP ring+tree */
-	SCEN_L_DP_FLAT,	  /* one DP comm: 8-channel ring + per-NIC trees */
+	SCEN_L_DP_FLAT,   /* one DP comm: 8-channel ring + per-NIC trees */
 	SCEN_L_TP_EP_DP,  /* TP mesh, EP all-to-all of 8 hosts, DP rails */
-	SCEN_L_DP_RING,	  /* DP rails, ring only (rows of one cell) */
+	SCEN_L_DP_RING,   /* DP rails, ring only (rows of one cell) */
 	SCEN_L_COUNT
 };
 
 enum scen_fault_kind {
 	SCEN_F_NONE = 0,
 	SCEN_F_SLOW_CONN,    /* one network path between two NIC ports */
-	SCEN_F_SLOW_TX,	     /* a NIC port's transmit side */
-	SCEN_F_SLOW_RX,	     /* a NIC port's receive side */
+	SCEN_F_SLOW_TX,      /* a NIC port's transmit side */
+	SCEN_F_SLOW_RX,      /* a NIC port's receive side */
 	SCEN_F_SLOW_GPU,     /* a GPU computing slower (non-communication) */
 	SCEN_F_INTERMITTENT, /* one of the four above, flapping */
 	SCEN_F_COMM_HANG,    /* a connection stops moving bytes */
@@ -58,12 +58,12 @@ enum scen_fault_kind {
 
 /* Ground truth of one injected fault. */
 struct scen_fault {
-	uint8_t kind;	    /* enum scen_fault_kind */
-	uint8_t base;	    /* effective kind (intermittent: what flaps) */
-	double slowdown;    /* factor on time (slow kinds) */
-	uint32_t start;	    /* first faulty interval */
-	uint32_t on_mask;   /* intermittent: bit i = active at start + i */
-	uint32_t host;	    /* culprit device (tx side of a connection) */
+	uint8_t kind;     /* enum scen_fault_kind */
+	uint8_t base;     /* effective kind (intermittent: what flaps) */
+	double slowdown;  /* factor on time (slow kinds) */
+	uint32_t start;   /* first faulty interval */
+	uint32_t on_mask; /* intermittent: bit i = active at start + i */
+	uint32_t host;    /* culprit device (tx side of a connection) */
 	uint16_t gpu;
 	uint32_t peer_host; /* rx side of a connection */
 	uint16_t peer_gpu;
@@ -73,23 +73,23 @@ struct scen_fault {
 };
 
 struct scen_noise {
-	double jitter_sigma;  /* per-chunk lognormal sigma */
-	double spike_prob;    /* per-chunk spike probability */
-	double spike_max;     /* spikes multiply by U(3, spike_max) */
-	double hetero_sigma;  /* static per-link lognormal sigma */
-	double link_sigma;    /* per-interval per-link lognormal sigma */
-	double host_sigma;    /* per-interval per-NIC lognormal sigma */
-	double drift_sigma;   /* per-interval job-wide lognormal sigma */
-	double burst_prob;    /* per link-interval transient slowdown */
-	double gpu_sigma;     /* static per-GPU compute lognormal sigma */
-	double compute_sigma; /* per-step compute jitter */
+	double jitter_sigma;   /* per-chunk lognormal sigma */
+	double spike_prob;     /* per-chunk spike probability */
+	double spike_max;      /* spikes multiply by U(3, spike_max) */
+	double hetero_sigma;   /* static per-link lognormal sigma */
+	double link_sigma;     /* per-interval per-link lognormal sigma */
+	double host_sigma;     /* per-interval per-NIC lognormal sigma */
+	double drift_sigma;    /* per-interval job-wide lognormal sigma */
+	double burst_prob;     /* per link-interval transient slowdown */
+	double gpu_sigma;      /* static per-GPU compute lognormal sigma */
+	double compute_sigma;  /* per-step compute jitter */
 	double clock_offset_s; /* host clock offsets up to +- this */
 };
 
 struct scen_params {
 	uint32_t nranks; /* multiple of 8; >= 64 for TP_PP_DP */
-	uint8_t layout;	 /* enum scen_layout */
-	uint32_t steps;	 /* training steps per interval */
+	uint8_t layout;  /* enum scen_layout */
+	uint32_t steps;  /* training steps per interval */
 	uint64_t seed;
 	struct scen_noise noise;
 };
@@ -100,7 +100,7 @@ void scen_params_default(struct scen_params *p);
 struct scen *scen_new(const struct scen_params *p);
 void scen_free(struct scen *s);
 int scen_add_fault(struct scen *s, unsigned kind, double slowdown,
-		   uint32_t start, struct scen_fault *out);
+                   uint32_t start, struct scen_fault *out);
 int scen_register(struct scen *s, struct matrix *m);
 int scen_interval(struct scen *s, uint32_t iv, struct c4m_input *in);
 uint32_t scen_nhosts(const struct scen *s);
@@ -109,5 +109,12 @@ const char *scen_layout_name(unsigned layout);
 const char *scen_fault_name(unsigned kind);
 int scen_layout_parse(const char *name);
 int scen_fault_parse(const char *name);
+
+/* score.c */
+int score_expected_kind(unsigned base);
+int score_names(const struct c4m_suspect *s, const struct scen_fault *f);
+int score_matches(const struct c4m_event *e, uint64_t iv,
+                  const struct scen_fault *f);
+int score_top1(const struct c4m_event *e, const struct scen_fault *f);
 
 #endif /* C4SCENARIO_H */

@@ -11,14 +11,14 @@
 /* bandwidths and sizes of the model (bytes, microseconds) */
 #define SCEN_NVLINK_US_PER_B (1.0 / 150e3) /* 150 GB/s */
 #define SCEN_NET_US_PER_B    (1.0 / 23e3)  /* ~190 Gbit/s effective */
-#define SCEN_RING_CHUNK	     (512u << 10)
-#define SCEN_TREE_CHUNK	     (128u << 10)
-#define SCEN_P2P_CHUNK	     (1u << 20)
-#define SCEN_EP_CHUNK	     (256u << 10)
-#define SCEN_NVL_CHUNK	     (256u << 10)
-#define SCEN_LAUNCH_US	     20.0 /* gap floor between collectives */
+#define SCEN_RING_CHUNK      (512u << 10)
+#define SCEN_TREE_CHUNK      (128u << 10)
+#define SCEN_P2P_CHUNK       (1u << 20)
+#define SCEN_EP_CHUNK        (256u << 10)
+#define SCEN_NVL_CHUNK       (256u << 10)
+#define SCEN_LAUNCH_US       20.0 /* gap floor between collectives */
 #define SCEN_INTERVAL_NS     10000000000ll
-#define SCEN_MAX_PHASES	     4
+#define SCEN_MAX_PHASES      4
 #define SCEN_SNAPSHOT_SKEW   0.3 /* share of ranks inside an op at a cut */
 
 struct sdev {
@@ -40,9 +40,9 @@ struct scomm {
 	uint8_t phase;
 	uint8_t net;
 	double compute_us; /* compute before this collective */
-	double coll_us;	   /* transfer time of one collective */
-	double slow;	   /* this interval: worst connection factor */
-	uint64_t done;	   /* cumulative completed ops */
+	double coll_us;    /* transfer time of one collective */
+	double slow;       /* this interval: worst connection factor */
+	uint64_t done;     /* cumulative completed ops */
 	uint8_t intersect; /* hang bookkeeping */
 };
 
@@ -96,12 +96,12 @@ struct scen {
 };
 
 static const char *const scen_layout_names[SCEN_L_COUNT] = {
-	"tp8-dp", "tp8-pp4-dp", "dp-flat", "tp8-ep8-dp", "dp-ring",
+        "tp8-dp", "tp8-pp4-dp", "dp-flat", "tp8-ep8-dp", "dp-ring",
 };
 
 static const char *const scen_fault_names[SCEN_F_COUNT] = {
-	"none",		"slow-conn", "slow-tx",	     "slow-rx",	  "slow-gpu",
-	"intermittent", "comm-hang", "noncomm-hang", "node-lost",
+        "none",         "slow-conn", "slow-tx",      "slow-rx",   "slow-gpu",
+        "intermittent", "comm-hang", "noncomm-hang", "node-lost",
 };
 
 const char *
@@ -186,13 +186,13 @@ scen_dev(const struct scen *s, uint32_t host, uint32_t gpu)
 /* Add a communicator over devs[0..n) (rank = index). Returns index or -1. */
 static int
 scen_comm_add(struct scen *s, uint8_t phase, uint32_t n, const uint32_t *devs,
-	      double compute_us, double coll_us)
+              double compute_us, double coll_us)
 {
 	struct scomm *c;
 	uint32_t i;
 
 	if (scen_grow((void **)&s->comms, &s->ccomms, s->ncomms + 1,
-		      sizeof(*s->comms)) < 0)
+	              sizeof(*s->comms)) < 0)
 		return -1;
 	c = &s->comms[s->ncomms];
 	memset(c, 0, sizeof(*c));
@@ -223,10 +223,10 @@ scen_comm_add(struct scen *s, uint8_t phase, uint32_t n, const uint32_t *devs,
  */
 static int
 scen_conn_find(struct scen *s, uint32_t ci, uint32_t src, uint32_t dst,
-	       uint8_t algo, uint32_t *slot)
+               uint8_t algo, uint32_t *slot)
 {
 	uint64_t key = ((uint64_t)ci << 40) ^ ((uint64_t)src << 20) ^ dst ^
-		       ((uint64_t)algo << 62);
+	               ((uint64_t)algo << 62);
 	uint32_t i, mask;
 
 	if (2 * (uint64_t)(s->nconns + 1) > s->ccap) {
@@ -242,7 +242,8 @@ scen_conn_find(struct scen *s, uint32_t ci, uint32_t src, uint32_t dst,
 		for (j = 0; j < s->ccap; j++) {
 			if (s->cvals[j] == 0)
 				continue;
-			i = (uint32_t)(s->ckeys[j] * 0x9e3779b97f4a7c15ull >> 40) &
+			i = (uint32_t)(s->ckeys[j] * 0x9e3779b97f4a7c15ull >>
+			               40) &
 			    (ncap - 1);
 			while (nv[i] != 0)
 				i = (i + 1) & (ncap - 1);
@@ -266,8 +267,8 @@ scen_conn_find(struct scen *s, uint32_t ci, uint32_t src, uint32_t dst,
 
 static int
 scen_conn_add(struct scen *s, uint32_t ci, uint32_t src, uint32_t dst,
-	      uint8_t algo, uint64_t channels, uint32_t chunk,
-	      uint32_t chunks_step)
+              uint8_t algo, uint64_t channels, uint32_t chunk,
+              uint32_t chunks_step)
 {
 	struct scomm *c = &s->comms[ci];
 	struct sconn *x;
@@ -284,7 +285,7 @@ scen_conn_add(struct scen *s, uint32_t ci, uint32_t src, uint32_t dst,
 	}
 	s->cvals[i] = s->nconns + 1;
 	if (scen_grow((void **)&s->conns, &s->cconns, s->nconns + 1,
-		      sizeof(*s->conns)) < 0)
+	              sizeof(*s->conns)) < 0)
 		return -1;
 	x = &s->conns[s->nconns++];
 	memset(x, 0, sizeof(*x));
@@ -295,7 +296,7 @@ scen_conn_add(struct scen *s, uint32_t ci, uint32_t src, uint32_t dst,
 	x->ddev = c->dev[dst];
 	x->algo = algo;
 	x->tr = s->devs[x->sdev].host == s->devs[x->ddev].host ? C4M_TR_NVLINK
-							       : C4M_TR_NET;
+	                                                       : C4M_TR_NET;
 	if (x->tr == C4M_TR_NET)
 		c->net = 1;
 	x->channels = channels;
@@ -312,7 +313,7 @@ scen_ring(struct scen *s, uint32_t ci, uint64_t ch)
 
 	for (i = 0; i < n; i++)
 		if (scen_conn_add(s, ci, i, (i + 1) % n, C4M_ALGO_RING, ch,
-				  SCEN_RING_CHUNK, 64) < 0)
+		                  SCEN_RING_CHUNK, 64) < 0)
 			return -1;
 	return 0;
 }
@@ -324,7 +325,7 @@ scen_ring(struct scen *s, uint32_t ci, uint64_t ch)
  */
 static int
 scen_tree(struct scen *s, uint32_t ci, const uint32_t *ranks, uint32_t n,
-	  int which)
+          int which)
 {
 	uint32_t i, t;
 
@@ -337,11 +338,11 @@ scen_tree(struct scen *s, uint32_t ci, const uint32_t *ranks, uint32_t n,
 			uint64_t ch = t ? 0xf0 : 0x0f;
 
 			if (scen_conn_add(s, ci, ranks[c], ranks[pa],
-					  C4M_ALGO_TREE, ch, SCEN_TREE_CHUNK,
-					  32) < 0 ||
+			                  C4M_ALGO_TREE, ch, SCEN_TREE_CHUNK,
+			                  32) < 0 ||
 			    scen_conn_add(s, ci, ranks[pa], ranks[c],
-					  C4M_ALGO_TREE, ch, SCEN_TREE_CHUNK,
-					  32) < 0)
+			                  C4M_ALGO_TREE, ch, SCEN_TREE_CHUNK,
+			                  32) < 0)
 				return -1;
 		}
 	}
@@ -358,19 +359,19 @@ scen_tp(struct scen *s, uint8_t phase, int mesh)
 		for (g = 0; g < SCEN_GPUS_PER_HOST; g++)
 			devs[g] = scen_dev(s, h, g);
 		ci = scen_comm_add(s, phase, SCEN_GPUS_PER_HOST, devs, 60e3,
-				   6e3);
+		                   6e3);
 		if (ci < 0)
 			return -1;
 		for (g = 0; g < SCEN_GPUS_PER_HOST; g++) {
 			if (scen_conn_add(s, (uint32_t)ci, g,
-					  (g + 1) % SCEN_GPUS_PER_HOST,
-					  C4M_ALGO_RING, 0xff, SCEN_NVL_CHUNK,
-					  32) < 0)
+			                  (g + 1) % SCEN_GPUS_PER_HOST,
+			                  C4M_ALGO_RING, 0xff, SCEN_NVL_CHUNK,
+			                  32) < 0)
 				return -1;
 			for (k = 0; mesh && k < SCEN_GPUS_PER_HOST; k++)
 				if (scen_conn_add(s, (uint32_t)ci, g, k,
-						  C4M_ALGO_P2P, 0x1,
-						  SCEN_NVL_CHUNK, 16) < 0)
+				                  C4M_ALGO_P2P, 0x1,
+				                  SCEN_NVL_CHUNK, 16) < 0)
 					return -1;
 		}
 	}
@@ -419,15 +420,15 @@ scen_layout_pp(struct scen *s)
 			for (g = 0; g < SCEN_GPUS_PER_HOST; g++) {
 				pair[0] = scen_dev(s, st * hs + h, g);
 				pair[1] = scen_dev(s, (st + 1) * hs + h, g);
-				ci = scen_comm_add(s, (uint8_t)(1 + (st & 1)), 2,
-						   pair, 20e3, 3e3);
+				ci = scen_comm_add(s, (uint8_t)(1 + (st & 1)),
+				                   2, pair, 20e3, 3e3);
 				if (ci < 0 ||
 				    scen_conn_add(s, (uint32_t)ci, 0, 1,
-						  C4M_ALGO_P2P, 0x1,
-						  SCEN_P2P_CHUNK, 32) < 0 ||
+				                  C4M_ALGO_P2P, 0x1,
+				                  SCEN_P2P_CHUNK, 32) < 0 ||
 				    scen_conn_add(s, (uint32_t)ci, 1, 0,
-						  C4M_ALGO_P2P, 0x1,
-						  SCEN_P2P_CHUNK, 32) < 0)
+				                  C4M_ALGO_P2P, 0x1,
+				                  SCEN_P2P_CHUNK, 32) < 0)
 					return -1;
 			}
 		}
@@ -459,15 +460,15 @@ scen_layout_flat(struct scen *s)
 
 			for (g = 0; g < 7; g++)
 				if (scen_conn_add(s, (uint32_t)ci,
-						  h * 8 + (first + g) % 8,
-						  h * 8 + (first + g + 1) % 8,
-						  C4M_ALGO_RING, 1ull << c,
-						  SCEN_RING_CHUNK, 64) < 0)
+				                  h * 8 + (first + g) % 8,
+				                  h * 8 + (first + g + 1) % 8,
+				                  C4M_ALGO_RING, 1ull << c,
+				                  SCEN_RING_CHUNK, 64) < 0)
 					goto out;
 			if (H > 1 &&
 			    scen_conn_add(s, (uint32_t)ci, h * 8 + last,
-					  ((h + 1) % H) * 8 + c, C4M_ALGO_RING,
-					  1ull << c, SCEN_RING_CHUNK, 64) < 0)
+			                  ((h + 1) % H) * 8 + c, C4M_ALGO_RING,
+			                  1ull << c, SCEN_RING_CHUNK, 64) < 0)
 				goto out;
 			ranks[h] = h * 8 + c;
 		}
@@ -499,9 +500,9 @@ scen_layout_ep(struct scen *s)
 			for (i = 0; i < SCEN_EP_SIZE; i++)
 				for (j = 0; j < SCEN_EP_SIZE; j++)
 					if (scen_conn_add(s, (uint32_t)ci, i, j,
-							  C4M_ALGO_P2P, 0x1,
-							  SCEN_EP_CHUNK,
-							  16) < 0)
+					                  C4M_ALGO_P2P, 0x1,
+					                  SCEN_EP_CHUNK,
+					                  16) < 0)
 						return -1;
 		}
 	}
@@ -513,7 +514,8 @@ scen_build(struct scen *s)
 {
 	switch (s->p.layout) {
 	case SCEN_L_TP_DP:
-		return scen_tp(s, 0, 0) < 0 ? -1 : scen_dp(s, 1, 0, s->nhosts, 1);
+		return scen_tp(s, 0, 0) < 0 ? -1
+		                            : scen_dp(s, 1, 0, s->nhosts, 1);
 	case SCEN_L_TP_PP_DP:
 		return scen_layout_pp(s);
 	case SCEN_L_DP_FLAT:
@@ -521,7 +523,8 @@ scen_build(struct scen *s)
 	case SCEN_L_TP_EP_DP:
 		return scen_layout_ep(s);
 	case SCEN_L_DP_RING:
-		return scen_tp(s, 0, 0) < 0 ? -1 : scen_dp(s, 1, 0, s->nhosts, 0);
+		return scen_tp(s, 0, 0) < 0 ? -1
+		                            : scen_dp(s, 1, 0, s->nhosts, 0);
 	}
 	return -1;
 }
@@ -558,12 +561,12 @@ scen_new(const struct scen_params *p)
 	s->host_drift = calloc(s->nhosts, sizeof(*s->host_drift));
 	s->nic_noise = calloc(s->ndevs, sizeof(*s->nic_noise));
 	s->lost = calloc(s->nhosts, 1);
-	if (s->devs == NULL || s->host_off_ns == NULL || s->host_drift == NULL ||
-	    s->nic_noise == NULL || s->lost == NULL)
+	if (s->devs == NULL || s->host_off_ns == NULL ||
+	    s->host_drift == NULL || s->nic_noise == NULL || s->lost == NULL)
 		goto fail;
 	for (h = 0; h < s->nhosts; h++) {
 		s->host_off_ns[h] = (2.0 * rng_unif(&s->rng) - 1.0) *
-				    p->noise.clock_offset_s * 1e9;
+		                    p->noise.clock_offset_s * 1e9;
 		s->host_drift[h] = (2.0 * rng_unif(&s->rng) - 1.0) * 50e-6;
 	}
 	for (i = 0; i < s->ndevs; i++) {
@@ -681,7 +684,8 @@ scen_pick_net_conn(struct scen *s)
 	uint32_t tries;
 
 	for (tries = 0; tries < 1000000; tries++) {
-		const struct sconn *x = &s->conns[rng_below(&s->rng, s->nconns)];
+		const struct sconn *x =
+		        &s->conns[rng_below(&s->rng, s->nconns)];
 
 		if (x->tr == C4M_TR_NET)
 			return x;
@@ -698,7 +702,7 @@ scen_pick_net_conn(struct scen *s)
  */
 int
 scen_add_fault(struct scen *s, unsigned kind, double slowdown, uint32_t start,
-	       struct scen_fault *out)
+               struct scen_fault *out)
 {
 	struct scen_fault f;
 	const struct sconn *x;
@@ -831,7 +835,7 @@ scen_acc_reset(struct sacc *a)
 
 static void
 scen_acc_add(struct sacc *a, double kernel, double gap, double recv,
-	     double peer)
+             double peer)
 {
 	a->n++;
 	a->ksum += kernel;
@@ -867,11 +871,13 @@ scen_step(struct scen *s, uint32_t iv)
 			for (r = 0; r < c->nranks; r++) {
 				struct sdev *d = &s->devs[c->dev[r]];
 
-				d->comp = c->compute_us * d->speed *
-						  scen_gpu_fault(s, c->dev[r], iv) *
-						  rng_lognorm(&s->rng,
-							      nz->compute_sigma) +
-					  SCEN_LAUNCH_US;
+				d->comp =
+				        c->compute_us * d->speed *
+				                scen_gpu_fault(s, c->dev[r],
+				                               iv) *
+				                rng_lognorm(&s->rng,
+				                            nz->compute_sigma) +
+				        SCEN_LAUNCH_US;
 				d->t += d->comp;
 				if (d->t > amax)
 					amax = d->t;
@@ -881,12 +887,13 @@ scen_step(struct scen *s, uint32_t iv)
 			for (r = 0; r < c->nranks; r++) {
 				struct sdev *d = &s->devs[c->dev[r]];
 				double waited = amax - d->t;
-				double recv = waited +
-					      T * (0.2 + 0.1 * rng_unif(&s->rng));
+				double recv =
+				        waited +
+				        T * (0.2 + 0.1 * rng_unif(&s->rng));
 				double peer = T * 0.05 * rng_unif(&s->rng);
 
 				scen_acc_add(&s->acc[c->acc + r], end - d->t,
-					     d->comp, recv, peer);
+				             d->comp, recv, peer);
 				d->t = end;
 			}
 		}
@@ -895,7 +902,7 @@ scen_step(struct scen *s, uint32_t iv)
 
 static int
 scen_in_set(const struct scen *s, uint32_t dev, unsigned kind,
-	    const struct scen_fault *f)
+            const struct scen_fault *f)
 {
 	const struct sdev *d = &s->devs[dev];
 
@@ -954,9 +961,8 @@ scen_hang_freeze(struct scen *s, const struct scen_fault *f)
 		for (i = 0; i < d->ncomms; i++) {
 			const struct scomm *c = &s->comms[d->comms[i]];
 
-			if (c->intersect &&
-			    (best == UINT32_MAX ||
-			     c->phase < s->comms[best].phase))
+			if (c->intersect && (best == UINT32_MAX ||
+			                     c->phase < s->comms[best].phase))
 				best = d->comms[i];
 		}
 		if (best == UINT32_MAX)
@@ -970,7 +976,7 @@ scen_hang_freeze(struct scen *s, const struct scen_fault *f)
 
 static void
 scen_stats(struct c4m_stats *st, uint32_t n, double sum, double mn, double mx,
-	   double lsum, double l2)
+           double lsum, double l2)
 {
 	double mu, var;
 
@@ -1004,9 +1010,9 @@ scen_xfer(struct scen *s, struct c4m_stats *st, uint64_t n, double base)
 	st->p90 = base * exp(sg * (1.2816 + 1.71 / rn * rng_norm(&s->rng)));
 	st->p99 = base * exp(sg * (2.3263 + 3.7 / rn * rng_norm(&s->rng)));
 	st->min = base * exp(-sg * (2.0 + 0.5 * rng_unif(&s->rng)) -
-			     sg * sqrt(2.0 * log((double)n)));
+	                     sg * sqrt(2.0 * log((double)n)));
 	st->max = base * exp(sg * sqrt(2.0 * log((double)n)) +
-			     0.3 * sg * rng_norm(&s->rng));
+	                     0.3 * sg * rng_norm(&s->rng));
 	k = rng_poisson(&s->rng, (double)n * nz->spike_prob);
 	for (i = 0; i < k; i++) {
 		double m = 3.0 + (nz->spike_max - 3.0) * rng_unif(&s->rng);
@@ -1060,11 +1066,10 @@ scen_interval(struct scen *s, uint32_t iv, struct c4m_input *in)
 
 		if (rng_unif(&s->rng) < nz->burst_prob)
 			burst = 1.2 + 0.8 * rng_unif(&s->rng);
-		s->conn_factor[i] = x->hetero *
-				    rng_lognorm(&s->rng, nz->link_sigma) *
-				    s->nic_noise[x->sdev] *
-				    (x->tr == C4M_TR_NET ? drift : 1.0) * burst *
-				    fault;
+		s->conn_factor[i] =
+		        x->hetero * rng_lognorm(&s->rng, nz->link_sigma) *
+		        s->nic_noise[x->sdev] *
+		        (x->tr == C4M_TR_NET ? drift : 1.0) * burst * fault;
 		if (fault * burst > c->slow)
 			c->slow = fault * burst;
 	}
@@ -1081,8 +1086,8 @@ scen_interval(struct scen *s, uint32_t iv, struct c4m_input *in)
 				struct sacc *a = &s->acc[c->acc + r];
 
 				a->done = c->done;
-				a->enter = c->done +
-					   (rng_unif(&s->rng) < SCEN_SNAPSHOT_SKEW);
+				a->enter = c->done + (rng_unif(&s->rng) <
+				                      SCEN_SNAPSHOT_SKEW);
 			}
 		}
 	}
@@ -1104,17 +1109,18 @@ scen_interval(struct scen *s, uint32_t iv, struct c4m_input *in)
 			o->nops = a->n;
 			o->bytes = (uint64_t)a->n * (64u << 20);
 			scen_stats(&o->kernel, a->n, a->ksum, a->kmin, a->kmax,
-				   a->klog, a->klog2);
+			           a->klog, a->klog2);
 			scen_stats(&o->gap, a->n, a->gsum, a->gmin, a->gmax,
-				   a->glog, a->glog2);
+			           a->glog, a->glog2);
 			o->seq_done = a->done;
 			o->seq_enter = a->enter;
 			o->seq_done_first = a->n ? a->done - a->n + 1 : 0;
 			o->seq_enter_first = a->n ? a->done - a->n + 1 : 0;
 			o->t_first_ns =
-				(int64_t)(s->host_off_ns[d->host] +
-					  (double)iv * SCEN_INTERVAL_NS *
-						  (1.0 + s->host_drift[d->host]));
+			        (int64_t)(s->host_off_ns[d->host] +
+			                  (double)iv * SCEN_INTERVAL_NS *
+			                          (1.0 +
+			                           s->host_drift[d->host]));
 			if (!c->net || a->n == 0)
 				continue;
 			s->out_wait[nw].comm = c->hash;
@@ -1131,7 +1137,7 @@ scen_interval(struct scen *s, uint32_t iv, struct c4m_input *in)
 		const struct scomm *c = &s->comms[x->comm];
 		struct c4m_conn *o;
 		double per_b = x->tr == C4M_TR_NET ? SCEN_NET_US_PER_B
-						   : SCEN_NVLINK_US_PER_B;
+		                                   : SCEN_NVLINK_US_PER_B;
 
 		if (s->lost[s->devs[x->sdev].host])
 			continue;
@@ -1155,7 +1161,7 @@ scen_interval(struct scen *s, uint32_t iv, struct c4m_input *in)
 		o->chunks = (uint64_t)x->chunks_step * s->p.steps;
 		o->bytes = o->chunks * x->chunk;
 		scen_xfer(s, &o->xfer, o->chunks,
-			  x->chunk * per_b * s->conn_factor[i]);
+		          x->chunk * per_b * s->conn_factor[i]);
 	}
 	for (i = 0; i < s->nhosts; i++)
 		if (!s->lost[i])

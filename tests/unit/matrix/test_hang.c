@@ -23,7 +23,7 @@ struct result {
 
 static void
 progress(struct c4m_coll *c, uint64_t comm, uint32_t rank, uint64_t done,
-	 uint64_t enter, uint32_t nops)
+         uint64_t enter, uint32_t nops)
 {
 	memset(c, 0, sizeof(*c));
 	c->comm = comm;
@@ -70,20 +70,21 @@ run(enum scenario sc, struct result *res)
 
 			if (sc == LOST && hung && r == 2)
 				continue;
-			if (hung && (sc == NONCOMM || sc == EXPLAINED) && r == 3)
+			if (hung && (sc == NONCOMM || sc == EXPLAINED) &&
+			    r == 3)
 				enter = done; /* never entered op k */
 			progress(&coll[n++], f.comm, r, done, enter,
-				 hung ? 0 : STEPS);
+			         hung ? 0 : STEPS);
 		}
 		for (r = 0; r < 4; r++) {
 			/* B: rank 3 is inside op k of B, the rest idle */
-			uint64_t enter = done + (sc == EXPLAINED && hung &&
-						  r == 3);
+			uint64_t enter =
+			        done + (sc == EXPLAINED && hung && r == 3);
 
 			if (sc == LOST && hung && r == 2)
 				continue;
 			progress(&coll[n++], 0xbbbb, r, done, enter,
-				 hung ? 0 : STEPS);
+			         hung ? 0 : STEPS);
 		}
 		in.coll = coll;
 		in.ncoll = n;
@@ -132,7 +133,7 @@ START_TEST(test_noncomm_hang)
 	ck_assert_uint_eq(e->hang_seq, HANG * STEPS + 1);
 	/* named within hang_timeout intervals of the stall */
 	ck_assert_uint_le(r.open_iv[C4M_EV_NONCOMM_HANG],
-			  HANG + C4M_DEF_HANG_TIMEOUT - 1);
+	                  HANG + C4M_DEF_HANG_TIMEOUT - 1);
 }
 END_TEST
 
@@ -149,7 +150,7 @@ START_TEST(test_comm_hang)
 	ck_assert_uint_eq(e->suspects[0].host, 1);
 	ck_assert_uint_eq(e->suspects[0].peer_host, 2);
 	ck_assert_uint_le(r.open_iv[C4M_EV_COMM_HANG],
-			  HANG + C4M_DEF_HANG_TIMEOUT - 1);
+	                  HANG + C4M_DEF_HANG_TIMEOUT - 1);
 }
 END_TEST
 
@@ -161,7 +162,7 @@ START_TEST(test_node_lost)
 	ck_assert_uint_eq(r.opened[C4M_EV_NODE_LOST], 1);
 	ck_assert_uint_eq(r.first[C4M_EV_NODE_LOST].isolate_host, 2);
 	ck_assert_uint_le(r.open_iv[C4M_EV_NODE_LOST],
-			  HANG + C4M_DEF_NODE_TIMEOUT - 1);
+	                  HANG + C4M_DEF_NODE_TIMEOUT - 1);
 	/* the stall of comm A is the lost node's doing, not a new hang */
 	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
 }
@@ -176,7 +177,7 @@ START_TEST(test_missing_but_blocked_elsewhere)
 	/* rank 3 is missing from A because it is stuck inside B */
 	for (i = 0; i < r.opened[C4M_EV_NONCOMM_HANG]; i++)
 		ck_assert_uint_ne(r.first[C4M_EV_NONCOMM_HANG].suspects[0].host,
-				  3);
+		                  3);
 	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
 }
 END_TEST
