@@ -242,11 +242,11 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 		w->tsum = (float)(cn->xfer.p50 * (double)cn->chunks);
 		w->bsum = (float)cn->bytes;
 		w->hot = 0;
-		if (cell_cls_touch(m, x->cls, 1) < 0)
+		if (m->cls[x->cls].iv == m->iv + 1)
+			m->cls[x->cls].n++; /* the common case, inline */
+		else if (cell_cls_touch(m, x->cls, 1) < 0)
 			return -1;
 	}
-	for (i = 0; i < m->nwork; i++)
-		m->work[i].lx = logf(m->work[i].tsum / m->work[i].bsum);
 	return 0;
 }
 
@@ -359,8 +359,12 @@ cell_score(struct matrix *m)
 	uint32_t i, j;
 
 	cell_sample_begin(m);
-	for (i = 0; i < m->nwork; i++)
-		cell_sample(m, &m->cls[m->work[i].cls], m->work[i].lx);
+	for (i = 0; i < m->nwork; i++) {
+		struct work *w = &m->work[i];
+
+		w->lx = logf(w->tsum / w->bsum);
+		cell_sample(m, &m->cls[w->cls], w->lx);
+	}
 	for (i = 0; i < m->nclwork; i++) {
 		struct cls *k = &m->cls[m->clwork[i]];
 
