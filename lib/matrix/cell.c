@@ -311,7 +311,29 @@ cell_sample(struct matrix *m, struct cls *k, float v)
 	k->cnt--;
 }
 
-/* Fold scored work item w into its link's sums for this interval. */
+static struct side *
+cell_side_of(struct matrix *m, uint32_t ep, int rx)
+{
+	struct side *sd = &m->eps[ep].sd[rx];
+	uint32_t stamp = (uint32_t)(m->iv + 1);
+
+	if (sd->stamp != stamp) {
+		sd->stamp = stamp;
+		sd->n = sd->ncons = 0;
+		sd->sum_r = sd->sum_z = 0;
+		sd->status = SIDE_UNKNOWN;
+		sd->rmax = -INFINITY;
+	}
+	return sd;
+}
+
+/*
+ * Fold scored work item w into its link's sums for this interval. The
+ * first cell of a link this interval counts the link on both its sides; a
+ * link becomes a candidate for the verdicts only when one of its cells is
+ * hot or slowed by at least half of min_slowdown (a link whose mean is
+ * that high has such a cell), so the verdicts never walk all links.
+ */
 static int
 cell_link_add(struct matrix *m, const struct work *w)
 {
@@ -319,15 +341,19 @@ cell_link_add(struct matrix *m, const struct work *w)
 	uint32_t stamp = (uint32_t)(m->iv + 1);
 
 	if (l->stamp != stamp) {
-		if (mem_grow((void **)&m->lwork, &m->caplwork, m->nlwork + 1,
-		             sizeof(*m->lwork)) < 0)
-			return -1;
-		m->lwork[m->nlwork++] = w->link;
+		struct side *tx = cell_side_of(m, l->ep_tx, 0);
+		struct side *rx = cell_side_of(m, l->ep_rx, 1);
+
 		l->stamp = stamp;
 		l->k = l->ncold = l->nhot = 0;
 		l->r = l->z = 0;
+		l->hot = l->elevated = l->on_hot_side = l->cand = 0;
 		l->best = w->cell;
 		l->best_r = -INFINITY;
+		if (tx->n < UINT16_MAX)
+			tx->n++;
+		if (rx->n < UINT16_MAX)
+			rx->n++;
 	}
 	l->k++;
 	l->r += w->r;
@@ -340,36 +366,64 @@ cell_link_add(struct matrix *m, const struct work *w)
 		l->best_r = w->r;
 		l->best_z = w->z;
 	}
+	if (!l->cand && (w->hot || w->r >= 0.5f * m->lmin)) {
+		if (m->nlwork >= m->caplwork &&
+		    mem_grow((void **)&m->lwork, &m->caplwork, m->nlwork + 1,
+		             sizeof(*m->lwork)) < 0)
+			return -1;
+		m->lwork[m->nlwork++] = w->link;
+		l->cand = 1;
+	}
 	return 0;
 }
 
 /*
- * Score every usable cell against its class: q = log time per byte minus
- * the class median; r = q minus the cell's own baseline once warm; r is
- * then centered on the class median of r and divided by a robust spread
- * (1.4826 MAD) to give z. Class statistics come from an evenly strided
- * sample (all cells up to CELL_STAT_SAMPLE): the robust statistics of
- * 2,048 cells are as good as those of 200,000, and cost stays linear.
- * Each scored cell is folded into its link. Returns 0 or -1.
+ * Score every usable cell against its class. The class level L is the
+ * median of (x - baseline) over the class, x the log time per byte; it is
+ * carried from the previous interval and corrected by this interval's
+ * median shift, so one median pass suffices: r' = x - L_prev - base, L =
+ * L_prev + median(r'), r = r' - median(r'), q = x - L (what the baseline
+ * learns). A cell without a warm baseline uses base 0. z = r over a
+ * robust spread: the larger of 1.4826 MAD of r over the class and the
+ * cell's own noise. Class statistics come from an evenly strided sample
+ * (all cells up to CELL_STAT_SAMPLE): the robust statistics of 2,048 cells
+ * are as good as those of 200,000, and cost stays linear. A class seen
+ * for the first time gets its level from an exact pass first. Each scored
+ * cell is folded into its link. Returns 0 or -1.
  */
 static int
 cell_score(struct matrix *m)
 {
 	const struct c4m_params *p = &m->p;
 	uint32_t i, j;
+	int fresh = 0;
 
-	cell_sample_begin(m);
-	for (i = 0; i < m->nwork; i++) {
-		struct work *w = &m->work[i];
-
-		w->lx = logf(w->tsum / w->bsum);
-		cell_sample(m, &m->cls[w->cls], w->lx);
-	}
 	for (i = 0; i < m->nclwork; i++) {
-		struct cls *k = &m->cls[m->clwork[i]];
+		const struct cls *k = &m->cls[m->clwork[i]];
 
-		if (k->parent == NO_IDX && k->n >= CELL_CLS_USABLE)
-			k->med = matrix_median(m->scratch + k->off, k->fill);
+		if (k->parent == NO_IDX && !k->have_med &&
+		    k->n >= CELL_CLS_USABLE)
+			fresh = 1;
+	}
+	if (fresh) {
+		/* new classes: start their level at the median of x */
+		cell_sample_begin(m);
+		for (i = 0; i < m->nwork; i++) {
+			struct work *w = &m->work[i];
+
+			w->lx = logf(w->tsum / w->bsum);
+			cell_sample(m, &m->cls[w->cls], w->lx);
+		}
+		for (i = 0; i < m->nclwork; i++) {
+			struct cls *k = &m->cls[m->clwork[i]];
+
+			if (k->parent == NO_IDX && !k->have_med &&
+			    k->n >= CELL_CLS_USABLE) {
+				k->med = matrix_median(m->scratch + k->off,
+				                       k->fill);
+				k->have_med = 1;
+			}
+		}
 	}
 	cell_sample_begin(m);
 	for (i = 0; i < m->nwork; i++) {
@@ -379,6 +433,7 @@ cell_score(struct matrix *m)
 
 		if (k->n < CELL_CLS_USABLE)
 			continue;
+		w->lx = logf(w->tsum / w->bsum);
 		w->q = w->lx - k->med;
 		w->r = b->warm >= p->warm_intervals ? w->q - b->base : w->q;
 		cell_sample(m, k, w->r);
@@ -394,17 +449,20 @@ cell_score(struct matrix *m)
 			v[j] = fabsf(v[j] - k->medr);
 		k->sig = fmaxf(1.4826f * matrix_median(v, k->fill),
 		               (float)p->sigma_floor);
+		k->med += k->medr;
 	}
 	for (i = 0; i < m->nwork; i++) {
 		struct work *w = &m->work[i];
 		const struct cls *k = &m->cls[w->cls];
+		const struct cbase *b = &m->cbase[w->cell];
 
 		if (k->n < CELL_CLS_USABLE)
 			continue;
 		w->r -= k->medr;
+		w->q -= k->medr;
 		/* a noisier cell than its class is judged by its own noise */
-		w->z = w->r / fmaxf(k->sig, sqrtf(m->cbase[w->cell].var));
-		if (m->cbase[w->cell].warm >= p->warm_intervals)
+		w->z = w->r / fmaxf(k->sig, sqrtf(b->var));
+		if (b->warm >= p->warm_intervals)
 			w->hot = w->r >= m->lmin && w->z >= (float)p->z_min;
 		else
 			w->hot = w->r >= m->lcold &&
@@ -413,22 +471,6 @@ cell_score(struct matrix *m)
 			return -1;
 	}
 	return 0;
-}
-
-static struct side *
-cell_side_of(struct matrix *m, uint32_t ep, int rx)
-{
-	struct side *sd = &m->eps[ep].sd[rx];
-	uint32_t stamp = (uint32_t)(m->iv + 1);
-
-	if (sd->stamp != stamp) {
-		sd->stamp = stamp;
-		sd->n = sd->ncons = 0;
-		sd->sum_r = sd->sum_z = 0;
-		sd->status = SIDE_UNKNOWN;
-		sd->rmax = -INFINITY;
-	}
-	return sd;
 }
 
 /*
@@ -605,10 +647,9 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
 }
 
 /*
- * Links: mean r and combined z, hot, the sides' counts and maxima; then
- * the sides' sums over consistent links. Only elevated links (r at least
- * half of min_slowdown) can be consistent, so the second pass and the
- * verdicts walk that short list. Returns 0 or -1.
+ * Candidate links: mean r and combined z, hot, elevated; the sides'
+ * maxima over elevated links (any other link of a side is below them);
+ * then the sides' sums over consistent links. Returns 0 or -1.
  */
 static int
 cell_links_score(struct matrix *m)
@@ -619,8 +660,7 @@ cell_links_score(struct matrix *m)
 	m->nlhot = 0;
 	for (i = 0; i < m->nlwork; i++) {
 		struct link *l = &m->links[m->lwork[i]];
-		struct side *tx = cell_side_of(m, l->ep_tx, 0);
-		struct side *rx = cell_side_of(m, l->ep_rx, 1);
+		struct side *tx, *rx;
 
 		l->r = l->r / (float)l->k;
 		l->z = l->z / sqrtf((float)l->k);
@@ -628,18 +668,17 @@ cell_links_score(struct matrix *m)
 			l->hot = l->nhot > 0 && l->r >= m->lcold;
 		else
 			l->hot = l->r >= m->lmin && l->z >= (float)p->z_min;
-		if (tx->n < UINT16_MAX)
-			tx->n++;
-		if (rx->n < UINT16_MAX)
-			rx->n++;
+		l->elevated = l->r >= 0.5f * m->lmin || l->hot;
+		if (!l->elevated)
+			continue;
+		tx = cell_side_of(m, l->ep_tx, 0);
+		rx = cell_side_of(m, l->ep_rx, 1);
 		if (l->r > tx->rmax)
 			tx->rmax = l->r;
 		if (l->r > rx->rmax)
 			rx->rmax = l->r;
-		l->elevated = l->r >= 0.5f * m->lmin || l->hot;
-		if (!l->elevated)
-			continue;
-		if (mem_grow((void **)&m->lhot, &m->caplhot, m->nlhot + 1,
+		if (m->nlhot >= m->caplhot &&
+		    mem_grow((void **)&m->lhot, &m->caplhot, m->nlhot + 1,
 		             sizeof(*m->lhot)) < 0)
 			return -1;
 		m->lhot[m->nlhot++] = m->lwork[i];

@@ -156,6 +156,7 @@ struct link {
 	uint8_t hot;
 	uint8_t elevated;    /* r >= min_slowdown / 2: may matter for a side */
 	uint8_t on_hot_side; /* set by the verdicts for elevated links */
+	uint8_t cand;        /* has a cell at >= min_slowdown / 2 or hot */
 	float best_r;
 	float best_z;
 	float r; /* sum, then mean, of the cells' r */
@@ -185,9 +186,10 @@ struct cls {
 	uint32_t off;
 	uint32_t fill;
 	uint32_t parent; /* pooled class when this one is too small */
-	float med;
-	float medr;
+	float med;       /* class level: median of (log time per byte - base) */
+	float medr;      /* this interval's shift of the level */
 	float sig;
+	uint8_t have_med;
 };
 
 /* A tracked candidate anomaly (persist.c). */
@@ -235,7 +237,7 @@ struct matrix {
 	struct hmap link_map;
 	struct link *links;
 	uint32_t nlinks, clinks;
-	uint32_t *lwork; /* links sampled this interval */
+	uint32_t *lwork; /* candidate links (a cell at >= min_slowdown / 2) */
 	uint32_t nlwork, caplwork;
 	uint32_t *lhot; /* the elevated ones among them */
 	uint32_t nlhot, caplhot;
