@@ -90,7 +90,6 @@ struct crank {
 	uint64_t seen_iv; /* interval + 1 of the last summary */
 	float gbase;      /* gap, log, relative to the comm median */
 	uint8_t gwarm;
-	uint8_t has;       /* usable stats this interval */
 	float lg;          /* log mean gap this interval */
 	float lk;          /* log mean kernel time */
 	float lw;          /* log wait per step, NAN when none */

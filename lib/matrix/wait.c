@@ -75,26 +75,14 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 		rs->ws += w->recv_wait_us + w->send_peer_wait_us;
 		rs->wn += w->nsteps;
 	}
-	/* turn this interval's sums into log means (only touched members) */
-	for (i = 0; i < in->ncoll; i++) {
-		struct crank *rs;
-
-		if (matrix_comm_find(m, in->coll[i].comm, &ci) < 0 ||
-		    in->coll[i].rank >= m->comms[ci].nranks)
-			continue;
-		rs = &m->comms[ci].rs[in->coll[i].rank];
-		rs->has = rs->gn > 0 && rs->kn > 0;
-		if (rs->has)
-			rs->lg = logf((float)(rs->gs / (double)rs->gn));
-		/* kernel and wait logs are taken only where a gap stands out */
-	}
 	return 0;
 }
 
+/* Did this member report usable gap and kernel stats this interval? */
 static int
 wait_fresh(const struct matrix *m, const struct crank *rs)
 {
-	return rs->seen_iv == m->iv + 1 && rs->has;
+	return rs->seen_iv == m->iv + 1 && rs->gn > 0 && rs->kn > 0;
 }
 
 static int
@@ -175,9 +163,14 @@ wait_comm(struct matrix *m, struct comm *c)
 	float clean = m->lmin;
 	uint32_t r, n = 0;
 
-	for (r = 0; r < c->nranks; r++)
-		if (wait_fresh(m, &c->rs[r]))
-			v[n++] = c->rs[r].lg;
+	for (r = 0; r < c->nranks; r++) {
+		struct crank *rs = &c->rs[r];
+
+		if (!wait_fresh(m, rs))
+			continue;
+		rs->lg = logf((float)(rs->gs / (double)rs->gn));
+		v[n++] = rs->lg;
+	}
 	if (n < p->min_group || n * 2 < c->nranks)
 		return 0;
 	medg = matrix_median(v, n);
