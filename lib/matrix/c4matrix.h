@@ -27,6 +27,10 @@
 #define C4M_MAX_SUSPECTS 4          /* suspects carried by one event */
 #define C4M_MAX_CELLS    8          /* triggering cells carried by one event */
 #define C4M_HIST_MAX     16         /* longest persistence window (n) */
+#define C4M_CLS_USABLE   3    /* fewest cells whose median means anything */
+#define C4M_STAT_SAMPLE  2048 /* class statistics from about this many */
+#define C4M_INV_MAX      64   /* longest running-mean start of a baseline */
+#define C4M_MEM_HDR      16u  /* bytes before each counted allocation */
 
 /* ---- default parameters (see docs/detection.md) ------------------------ */
 #define C4M_DEF_PERSIST_K      2    /* hot in k ...                      */

@@ -20,11 +20,9 @@
 
 #include "matrix_int.h"
 
-#define CELL_CLS_USABLE  3    /* fewest cells whose median means anything */
-#define CELL_STAT_SAMPLE 2048 /* class statistics from about this many */
-
 enum cell_side { SIDE_UNKNOWN = 0, SIDE_COLD, SIDE_MIXED, SIDE_HOT };
 
+/* Find or create the physical link tx -> rx (endpoint indices). 0 or -1. */
 static int
 cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
 {
@@ -102,6 +100,7 @@ hint:
 	return 0;
 }
 
+/* Find or create the persistent class of key. Returns 0 or -1. */
 static int
 cell_cls_get(struct matrix *m, uint64_t key, uint32_t *idx)
 {
@@ -208,7 +207,8 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 		x->pending += cn->pending;
 		x->bytes += cn->bytes;
 		if (cn->chunks < m->p.min_chunks || cn->bytes == 0 ||
-		    cn->xfer.count == 0 || !(cn->xfer.p50 > 0))
+		    cn->xfer.count == 0 || !(cn->xfer.p50 > 0) ||
+		    !isfinite(cn->xfer.p50))
 			continue;
 		chunk = cn->bytes / cn->chunks;
 		if (chunk == 0)
@@ -253,7 +253,7 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 /*
  * Pool classes smaller than min_class into one class per (transport, size
  * class); point work items at their final class; size each final class's
- * sample (every step-th item, about CELL_STAT_SAMPLE of them) and lay the
+ * sample (every step-th item, about C4M_STAT_SAMPLE of them) and lay the
  * samples out in m->scratch.
  */
 static int
@@ -283,7 +283,7 @@ cell_classify(struct matrix *m)
 		k->off = off;
 		k->fill = 0;
 		k->cnt = 0;
-		k->step = k->n > CELL_STAT_SAMPLE ? k->n / CELL_STAT_SAMPLE : 1;
+		k->step = k->n > C4M_STAT_SAMPLE ? k->n / C4M_STAT_SAMPLE : 1;
 		if (k->parent == NO_IDX)
 			off += (k->n + k->step - 1) / k->step;
 	}
@@ -311,6 +311,7 @@ cell_sample(struct matrix *m, struct cls *k, float v)
 	k->cnt--;
 }
 
+/* Side rx (0 row, 1 column) of endpoint ep, reset on first use per interval. */
 static struct side *
 cell_side_of(struct matrix *m, uint32_t ep, int rx)
 {
@@ -386,7 +387,7 @@ cell_link_add(struct matrix *m, const struct work *w)
  * learns). A cell without a warm baseline uses base 0. z = r over a
  * robust spread: the larger of 1.4826 MAD of r over the class and the
  * cell's own noise. Class statistics come from an evenly strided sample
- * (all cells up to CELL_STAT_SAMPLE): the robust statistics of 2,048 cells
+ * (all cells up to C4M_STAT_SAMPLE): the robust statistics of 2,048 cells
  * are as good as those of 200,000, and cost stays linear. A class seen
  * for the first time gets its level from an exact pass first. Each scored
  * cell is folded into its link. Returns 0 or -1.
@@ -402,7 +403,7 @@ cell_score(struct matrix *m)
 		const struct cls *k = &m->cls[m->clwork[i]];
 
 		if (k->parent == NO_IDX && !k->have_med &&
-		    k->n >= CELL_CLS_USABLE)
+		    k->n >= C4M_CLS_USABLE)
 			fresh = 1;
 	}
 	if (fresh) {
@@ -418,7 +419,7 @@ cell_score(struct matrix *m)
 			struct cls *k = &m->cls[m->clwork[i]];
 
 			if (k->parent == NO_IDX && !k->have_med &&
-			    k->n >= CELL_CLS_USABLE) {
+			    k->n >= C4M_CLS_USABLE) {
 				k->med = matrix_median(m->scratch + k->off,
 				                       k->fill);
 				k->have_med = 1;
@@ -431,7 +432,7 @@ cell_score(struct matrix *m)
 		struct cls *k = &m->cls[w->cls];
 		const struct cbase *b = &m->cbase[w->cell];
 
-		if (k->n < CELL_CLS_USABLE)
+		if (k->n < C4M_CLS_USABLE)
 			continue;
 		w->lx = logf(w->tsum / w->bsum);
 		w->q = w->lx - k->med;
@@ -442,7 +443,7 @@ cell_score(struct matrix *m)
 		struct cls *k = &m->cls[m->clwork[i]];
 		float *v = m->scratch + k->off;
 
-		if (k->parent != NO_IDX || k->n < CELL_CLS_USABLE)
+		if (k->parent != NO_IDX || k->n < C4M_CLS_USABLE)
 			continue;
 		k->medr = matrix_median(v, k->fill);
 		for (j = 0; j < k->fill; j++)
@@ -456,7 +457,7 @@ cell_score(struct matrix *m)
 		const struct cls *k = &m->cls[w->cls];
 		const struct cbase *b = &m->cbase[w->cell];
 
-		if (k->n < CELL_CLS_USABLE)
+		if (k->n < C4M_CLS_USABLE)
 			continue;
 		w->r -= k->medr;
 		w->q -= k->medr;
@@ -529,6 +530,7 @@ cell_side(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 	return SIDE_MIXED;
 }
 
+/* A link suspect for cell x: both endpoints, ranks, NIC ports. */
 static void
 cell_fill_link(const struct matrix *m, struct c4m_suspect *s,
                const struct cell *x)
@@ -752,7 +754,7 @@ cell_detect(struct matrix *m)
 		struct cbase *b = &m->cbase[w->cell];
 		float a;
 
-		if (m->cls[w->cls].n < CELL_CLS_USABLE || w->hot || l->hot)
+		if (m->cls[w->cls].n < C4M_CLS_USABLE || w->hot || l->hot)
 			continue;
 		if (l->elevated && l->on_hot_side)
 			continue;

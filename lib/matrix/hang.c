@@ -22,6 +22,7 @@ hang_host_lost(const struct matrix *m, uint32_t hidx)
 	return m->hosts[hidx].lost;
 }
 
+/* Mark hosts lost after node_timeout intervals without any data. */
 static void
 hang_nodes(struct matrix *m)
 {
@@ -39,6 +40,7 @@ hang_nodes(struct matrix *m)
 	}
 }
 
+/* One node-lost candidate per lost host (opens at once). 0 or -1. */
 static int
 hang_node_events(struct matrix *m)
 {
@@ -72,6 +74,7 @@ hang_node_events(struct matrix *m)
 	return 0;
 }
 
+/* Non-communication hang candidate: rank of c never entered op k. */
 static int
 hang_missing(struct matrix *m, const struct comm *c, uint32_t rank, uint64_t k)
 {
@@ -99,6 +102,11 @@ hang_missing(struct matrix *m, const struct comm *c, uint32_t rank, uint64_t k)
 	                       &e, 1);
 }
 
+/*
+ * Communication hang of comm ci at op k: one candidate per connection with
+ * chunks posted and no bytes moved, or, with no such marker, one ambiguous
+ * candidate naming the communicator. Returns 0 or -1.
+ */
 static int
 hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 {
@@ -172,6 +180,12 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 	                       &e, 1);
 }
 
+/*
+ * Progress of comm ci: count intervals without completion; past
+ * hang_timeout with an op entered and not completed, name the members
+ * that did not enter it (unless explained by a lost host or a block in
+ * another communicator), or, when all entered, the stuck connections.
+ */
 static int
 hang_comm(struct matrix *m, uint32_t ci)
 {

@@ -17,6 +17,7 @@ hmap_mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* Allocate an empty table of cap slots (a power of two). 0 or -1. */
 static int
 hmap_alloc(struct hmap *h, uint32_t cap)
 {

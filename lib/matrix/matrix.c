@@ -9,6 +9,7 @@
 
 #include "matrix_int.h"
 
+/* Fill p with the defaults of c4matrix.h (documented in detection.md). */
 void
 matrix_params_default(struct c4m_params *p)
 {
@@ -36,6 +37,7 @@ matrix_params_default(struct c4m_params *p)
 	p->update_delta = C4M_DEF_UPDATE_DELTA;
 }
 
+/* 1 when p is usable (windows fit the history, thresholds sane). */
 static int
 matrix_params_ok(const struct c4m_params *p)
 {
@@ -77,7 +79,7 @@ matrix_new(const struct c4m_params *p)
 	m->lcold = (float)log(m->p.cold_slowdown);
 	m->last_ci = NO_IDX;
 	/* weight 1/(n+1) until it falls to base_alpha: a running mean start */
-	for (m->inv_len = 0; m->inv_len < CELL_INV_MAX; m->inv_len++) {
+	for (m->inv_len = 0; m->inv_len < C4M_INV_MAX; m->inv_len++) {
 		float a = 1.0f / (float)(m->inv_len + 1);
 
 		if (a <= (float)m->p.base_alpha)
@@ -96,6 +98,7 @@ fail:
 	return NULL;
 }
 
+/* Free the engine and everything it holds; NULL is fine. */
 void
 matrix_free(struct matrix *m)
 {
@@ -143,6 +146,7 @@ matrix_free(struct matrix *m)
 	mem_free(m);
 }
 
+/* Find or create host; *idx gets its index. Returns 0 or -1. */
 static int
 matrix_host_get(struct matrix *m, uint32_t host, uint32_t *idx)
 {
@@ -164,6 +168,7 @@ matrix_host_get(struct matrix *m, uint32_t host, uint32_t *idx)
 	return 0;
 }
 
+/* Find or create the endpoint of physical key. Returns 0 or -1. */
 static int
 matrix_ep_get(struct matrix *m, uint64_t key, uint32_t dev, int net,
               uint32_t *idx)

@@ -13,7 +13,6 @@
 #define HMAP_EMPTY   UINT64_MAX /* a key never used */
 #define HMAP_MIN_CAP 16u
 #define NO_IDX       UINT32_MAX
-#define CELL_INV_MAX 64           /* longest running-mean start of a baseline */
 #define EP_NET_FLAG  (1ull << 63) /* endpoint key: NIC port, else GPU */
 #define CELL_KEY(c, a, s, d)                                                   \
 	(((uint64_t)(c) << 41) | ((uint64_t)(a) << 38) |                       \
@@ -254,9 +253,9 @@ struct matrix {
 	uint32_t nhint, chint;
 	uint64_t last_comm; /* one-entry cache of comm_map */
 	uint32_t last_ci;
-	float lmin;              /* log(min_slowdown) */
-	float lcold;             /* log(cold_slowdown) */
-	float inv[CELL_INV_MAX]; /* EWMA weight after n clean samples */
+	float lmin;             /* log(min_slowdown) */
+	float lcold;            /* log(cold_slowdown) */
+	float inv[C4M_INV_MAX]; /* EWMA weight after n clean samples */
 	uint32_t inv_len;
 
 	struct hmap trk_map;

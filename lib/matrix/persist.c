@@ -26,6 +26,7 @@ persist_key(unsigned kind, uint64_t a, uint64_t b)
 	return k == HMAP_EMPTY ? k - 1 : k;
 }
 
+/* Fold a second observation e of one key into dst (cells, score). */
 static void
 persist_merge(struct c4m_event *dst, const struct c4m_event *e)
 {

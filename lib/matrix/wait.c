@@ -55,7 +55,8 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 		if (s->seq_enter > s->seq_done)
 			d->blocked = 1;
 		if (s->nops == 0 || s->gap.count == 0 || s->kernel.count == 0 ||
-		    !(s->gap.sum > 0) || !(s->kernel.sum > 0))
+		    !(s->gap.sum > 0) || !(s->kernel.sum > 0) ||
+		    !isfinite(s->gap.sum) || !isfinite(s->kernel.sum))
 			continue;
 		rs->gs += s->gap.sum;
 		rs->gn += s->gap.count;
@@ -72,6 +73,8 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 		rs = &m->comms[ci].rs[w->rank];
 		if (rs->seen_iv != m->iv + 1)
 			continue;
+		if (!isfinite(w->recv_wait_us + w->send_peer_wait_us))
+			continue;
 		rs->ws += w->recv_wait_us + w->send_peer_wait_us;
 		rs->wn += w->nsteps;
 	}
@@ -85,6 +88,7 @@ wait_fresh(const struct matrix *m, const struct crank *rs)
 	return rs->seen_iv == m->iv + 1 && rs->gn > 0 && rs->kn > 0;
 }
 
+/* Non-communication slow candidate for rank of c (per device key). */
 static int
 wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
              float z)

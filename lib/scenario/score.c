@@ -6,6 +6,7 @@
  */
 #include "c4scenario.h"
 
+/* The event kind that names a fault of kind base exactly, or -1. */
 int
 score_expected_kind(unsigned base)
 {
@@ -28,6 +29,7 @@ score_expected_kind(unsigned base)
 	return -1;
 }
 
+/* Family of an event kind: comm slow 0, rank slow 1, hang 2, node 3. */
 static int
 score_family(int kind)
 {
