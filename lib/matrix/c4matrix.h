@@ -52,6 +52,7 @@
 #define C4M_DEF_ROW_MIN_HOT    2    /* hot cells for a hot row/column    */
 #define C4M_DEF_ROW_FRAC       0.6  /* hot fraction for a hot row/column */
 #define C4M_DEF_COLD_FRAC      0.5  /* below this a row/column is clean  */
+#define C4M_DEF_ELEV_FRAC      0.75 /* elevated: this share of min_slowdown */
 #define C4M_DEF_HANG_TIMEOUT   2    /* intervals without completion      */
 #define C4M_DEF_NODE_TIMEOUT   2    /* intervals without any data        */
 #define C4M_DEF_UPDATE_DELTA   0.10 /* slowdown change worth an update   */
@@ -273,6 +274,8 @@ struct c4m_params {
 	unsigned row_min_hot;
 	double row_frac;
 	double cold_frac;
+	double elev_frac; /* a link counts for a side from elev_frac x log(min)
+	                   */
 	unsigned hang_timeout; /* intervals */
 	unsigned node_timeout; /* intervals */
 	double update_delta;

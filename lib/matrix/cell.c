@@ -367,7 +367,7 @@ cell_link_add(struct matrix *m, const struct work *w)
 		l->best_r = w->r;
 		l->best_z = w->z;
 	}
-	if (!l->cand && (w->hot || w->r >= 0.5f * m->lmin)) {
+	if (!l->cand && (w->hot || w->r >= m->lelev)) {
 		if (m->nlwork >= m->caplwork &&
 		    mem_grow((void **)&m->lwork, &m->caplwork, m->nlwork + 1,
 		             sizeof(*m->lwork)) < 0)
@@ -485,7 +485,7 @@ cell_consistent(const struct matrix *m, const struct side *sd,
 {
 	if (l->ncold > 0)
 		return l->hot; /* cold cells: only under the cold thresholds */
-	return l->r >= 0.5f * sd->rmax && l->r >= 0.5f * m->lmin;
+	return l->r >= 0.5f * sd->rmax && l->r >= m->lelev;
 }
 
 /*
@@ -670,7 +670,7 @@ cell_links_score(struct matrix *m)
 			l->hot = l->nhot > 0 && l->r >= m->lcold;
 		else
 			l->hot = l->r >= m->lmin && l->z >= (float)p->z_min;
-		l->elevated = l->r >= 0.5f * m->lmin || l->hot;
+		l->elevated = l->r >= m->lelev || l->hot;
 		if (!l->elevated)
 			continue;
 		tx = cell_side_of(m, l->ep_tx, 0);

@@ -32,6 +32,7 @@ matrix_params_default(struct c4m_params *p)
 	p->row_min_hot = C4M_DEF_ROW_MIN_HOT;
 	p->row_frac = C4M_DEF_ROW_FRAC;
 	p->cold_frac = C4M_DEF_COLD_FRAC;
+	p->elev_frac = C4M_DEF_ELEV_FRAC;
 	p->hang_timeout = C4M_DEF_HANG_TIMEOUT;
 	p->node_timeout = C4M_DEF_NODE_TIMEOUT;
 	p->update_delta = C4M_DEF_UPDATE_DELTA;
@@ -52,7 +53,8 @@ matrix_params_ok(const struct c4m_params *p)
 	if (!(p->min_slowdown > 1.0) || !(p->cold_slowdown >= 1.0) ||
 	    !(p->sigma_floor > 0) || !(p->base_alpha > 0) ||
 	    !(p->base_alpha <= 1) || p->hang_timeout < 1 ||
-	    p->node_timeout < 1 || p->row_min_hot < 1)
+	    p->node_timeout < 1 || p->row_min_hot < 1 || !(p->elev_frac > 0) ||
+	    !(p->elev_frac <= 1))
 		return 0;
 	return 1;
 }
@@ -77,6 +79,7 @@ matrix_new(const struct c4m_params *p)
 		goto fail;
 	m->lmin = (float)log(m->p.min_slowdown);
 	m->lcold = (float)log(m->p.cold_slowdown);
+	m->lelev = (float)(m->p.elev_frac * log(m->p.min_slowdown));
 	m->last_ci = NO_IDX;
 	/* weight 1/(n+1) until it falls to base_alpha: a running mean start */
 	for (m->inv_len = 0; m->inv_len < C4M_INV_MAX; m->inv_len++) {

@@ -255,6 +255,7 @@ struct matrix {
 	uint32_t last_ci;
 	float lmin;             /* log(min_slowdown) */
 	float lcold;            /* log(cold_slowdown) */
+	float lelev;            /* elev_frac x log(min_slowdown) */
 	float inv[C4M_INV_MAX]; /* EWMA weight after n clean samples */
 	uint32_t inv_len;
 
