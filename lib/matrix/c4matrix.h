@@ -295,5 +295,6 @@ const char *matrix_kind_name(unsigned kind);
 const char *matrix_state_name(unsigned state);
 const char *matrix_role_name(unsigned role);
 void matrix_mem_usage(size_t *cur, size_t *peak);
+int matrix_event_describe(const struct c4m_event *e, char *buf, size_t len);
 
 #endif /* C4MATRIX_H */

@@ -582,6 +582,7 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
 	const struct dev *b = &m->devs[m->comms[x->comm].dev[x->dst]];
 	uint64_t ka = m->eps[x->ep_tx].pkey, kb = m->eps[x->ep_rx].pkey;
 	struct c4m_event e;
+	struct probe pr;
 	uint64_t key;
 
 	memset(&e, 0, sizeof(e));
@@ -645,7 +646,16 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
 		e.isolate_host = a->host;
 		break;
 	}
-	return persist_observe(m, key, &e, 0);
+	if (kind == C4M_EV_COMM_SLOW_TX || kind == C4M_EV_COMM_SLOW_RX) {
+		pr.kind = PROBE_SIDE;
+		pr.a = kind == C4M_EV_COMM_SLOW_TX ? x->ep_tx : x->ep_rx;
+		pr.b = kind == C4M_EV_COMM_SLOW_RX;
+	} else {
+		pr.kind = PROBE_LINK;
+		pr.a = x->link;
+		pr.b = 0;
+	}
+	return persist_observe(m, key, &e, 0, &pr);
 }
 
 /*

@@ -3,7 +3,9 @@
  * them hosts, devices and endpoints), runs the detectors once per interval
  * and hands back the events that the persistence layer decided to emit.
  */
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -479,4 +481,64 @@ matrix_role_name(unsigned role)
 	static const char *const names[] = {"tx", "rx", "link", "rank", "host"};
 
 	return role <= C4M_ROLE_HOST ? names[role] : "unknown";
+}
+
+/*
+ * Write a one-line account of event e for an operator into buf (len
+ * bytes, always terminated): what is wrong, where, the evidence and what
+ * to do. Returns the length snprintf reports (>= len: truncated), or -1.
+ */
+int
+matrix_event_describe(const struct c4m_event *e, char *buf, size_t len)
+{
+	const struct c4m_suspect *s = e->nsuspects ? &e->suspects[0] : NULL;
+	const char *act =
+	        e->action == C4M_ACT_ISOLATE_HOST  ? "isolate host"
+	        : e->action == C4M_ACT_CHECK_LINK  ? "check the path from host"
+	        : e->action == C4M_ACT_INVESTIGATE ? "investigate host"
+	                                           : "watch host";
+	char where[96] = "";
+
+	if (buf == NULL || len == 0)
+		return -1;
+	if (s != NULL && s->role == C4M_ROLE_LINK)
+		snprintf(where, sizeof(where),
+		         "host %u nic %u port %u -> host %u nic %u port %u",
+		         s->host, s->nic, s->port, s->peer_host, s->peer_nic,
+		         s->peer_port);
+	else if (s != NULL &&
+	         (s->role == C4M_ROLE_TX || s->role == C4M_ROLE_RX))
+		snprintf(where, sizeof(where), "host %u nic %u port %u %s",
+		         s->host, s->nic, s->port, matrix_role_name(s->role));
+	else if (s != NULL)
+		snprintf(where, sizeof(where), "host %u gpu %u (rank %u)",
+		         s->host, s->gpu, s->rank);
+	switch (e->kind) {
+	case C4M_EV_COMM_HANG:
+	case C4M_EV_NONCOMM_HANG:
+		return snprintf(buf, len,
+		                "%s %s: %s at op %" PRIu64
+		                ", no progress for %.0f intervals%s; %s %u",
+		                matrix_kind_name(e->kind),
+		                matrix_state_name(e->state), where, e->hang_seq,
+		                e->score, e->ambiguous ? " (ambiguous)" : "",
+		                act, e->isolate_host);
+	case C4M_EV_NODE_LOST:
+		return snprintf(buf, len,
+		                "node-lost %s: host %u silent for %.0f "
+		                "intervals; %s %u",
+		                matrix_state_name(e->state), e->isolate_host,
+		                e->score, act, e->isolate_host);
+	default:
+		return snprintf(buf, len,
+		                "%s %s: %s %.2fx slower than its baseline "
+		                "(z %.1f, %u cells, intervals %" PRIu64
+		                "-%" PRIu64 ", confidence %.2f%s); %s %u",
+		                matrix_kind_name(e->kind),
+		                matrix_state_name(e->state), where, e->slowdown,
+		                e->score, e->ncells_total, e->first_interval,
+		                e->last_interval, e->confidence,
+		                e->ambiguous ? ", pattern ambiguous" : "", act,
+		                e->isolate_host);
+	}
 }

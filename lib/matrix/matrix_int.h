@@ -191,8 +191,21 @@ struct cls {
 };
 
 /* A tracked candidate anomaly (persist.c). */
+/*
+ * Where a candidate's culprit is observed, so an open event resolves only
+ * on clean observations, never because its traffic stopped.
+ */
+enum probe_kind { PROBE_NONE = 0, PROBE_LINK, PROBE_SIDE, PROBE_RANK };
+
+struct probe {
+	uint8_t kind;
+	uint32_t a; /* link, endpoint or communicator index */
+	uint32_t b; /* side (0 tx, 1 rx) or rank */
+};
+
 struct track {
 	uint64_t key;
+	struct probe probe;
 	uint32_t hist;   /* bit 0 = current interval */
 	uint32_t strong; /* intervals whose evidence was strong */
 	uint8_t open;
@@ -290,7 +303,7 @@ int hang_detect(struct matrix *m);
 
 /* persist.c: candidates, persistence, event lifecycle */
 int persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
-                    int immediate);
+                    int immediate, const struct probe *pr);
 int persist_finish(struct matrix *m);
 uint64_t persist_key(unsigned kind, uint64_t a, uint64_t b);
 void persist_free(struct matrix *m);

@@ -59,11 +59,12 @@ persist_merge(struct c4m_event *dst, const struct c4m_event *e)
  * Record candidate e under key for the current interval. Several
  * observations of one key in an interval are merged (cells, strongest
  * score, mean log slowdown). immediate: open without waiting for
- * persistence. Returns 0 or -1 on memory exhaustion.
+ * persistence. pr (or NULL) says where the culprit is observed. Returns 0
+ * or -1 on memory exhaustion.
  */
 int
 persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
-                int immediate)
+                int immediate, const struct probe *pr)
 {
 	struct track *t;
 	uint32_t idx;
@@ -82,6 +83,8 @@ persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
 	}
 	t = &m->trk[idx];
 	t->immediate = (uint8_t)immediate;
+	if (pr != NULL)
+		t->probe = *pr;
 	if (!t->seen) {
 		uint64_t first = t->ev.first_interval;
 		uint8_t state = t->ev.state;
@@ -113,6 +116,28 @@ persist_popcount(uint32_t x)
 	return n;
 }
 
+/* Was the culprit of track t observed (clean or not) this interval? */
+static int
+persist_sampled(const struct matrix *m, const struct track *t)
+{
+	const struct probe *pr = &t->probe;
+	uint32_t stamp = (uint32_t)(m->iv + 1);
+
+	switch (pr->kind) {
+	case PROBE_LINK:
+		return m->links[pr->a].stamp == stamp;
+	case PROBE_SIDE:
+		return m->eps[pr->a].sd[pr->b].stamp == stamp &&
+		       m->eps[pr->a].sd[pr->b].n > 0;
+	case PROBE_RANK: {
+		const struct crank *rs = &m->comms[pr->a].rs[pr->b];
+
+		return rs->seen_iv == m->iv + 1 && rs->gn > 0 && rs->kn > 0;
+	}
+	}
+	return 1;
+}
+
 static int
 persist_emit(struct matrix *m, const struct track *t, unsigned state)
 {
@@ -142,6 +167,10 @@ persist_finish(struct matrix *m)
 	for (i = 0; i < m->ntrk; i++) {
 		struct track *t = &m->trk[i];
 		unsigned hits;
+
+		if (t->open && !t->seen && !t->immediate &&
+		    !persist_sampled(m, t))
+			continue; /* no data on the culprit: hold, no verdict */
 
 		t->hist = (t->hist << 1) | t->seen;
 		t->strong = (t->strong << 1) |

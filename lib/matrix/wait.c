@@ -94,6 +94,7 @@ wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
              float z)
 {
 	struct c4m_event e;
+	struct probe pr;
 	uint32_t dev = c->dev[rank];
 	const struct dev *d = &m->devs[dev];
 
@@ -114,11 +115,14 @@ wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
 	e.score = z;
 	e.action = C4M_ACT_ISOLATE_HOST;
 	e.isolate_host = d->host;
+	pr.kind = PROBE_RANK;
+	pr.a = (uint32_t)(c - m->comms);
+	pr.b = rank;
 	return persist_observe(m,
 	                       persist_key(C4M_EV_NONCOMM_SLOW,
 	                                   ((uint64_t)d->host << 16) | d->gpu,
 	                                   0),
-	                       &e, 0);
+	                       &e, 0, &pr);
 }
 
 /*

@@ -54,7 +54,10 @@ static void
 print_event(const struct c4m_event *e)
 {
 	unsigned i;
+	char why[256];
 
+	if (matrix_event_describe(e, why, sizeof(why)) >= 0)
+		printf("why: %s\n", why);
 	printf("event %016" PRIx64 " %s %s iv=%" PRIu64 "..%" PRIu64
 	       " slowdown=%.3f score=%.1f conf=%.2f cells=%u%s action=%u "
 	       "isolate=%u\n",

@@ -218,6 +218,52 @@ START_TEST(test_below_min_slowdown)
 }
 END_TEST
 
+/*
+ * An open event resolves on clean observations only: while its link
+ * carries no traffic (the job stalled) it stays open; once traffic
+ * returns clean it resolves.
+ */
+START_TEST(test_no_resolution_without_data)
+{
+	struct matrix *m = matrix_new(NULL);
+	struct fx f;
+	struct c4m_input in;
+	const struct c4m_event *ev;
+	size_t nev, k;
+	unsigned opened = 0, resolved = 0;
+	uint64_t iv, resolved_iv = 0;
+	uint32_t hosts[NR], h;
+
+	fx_init(&f, NR, 0x1234);
+	fx_ring(&f);
+	fx_tree(&f);
+	ck_assert_int_eq(matrix_comm_add(m, f.comm, NR, f.loc), 0);
+	for (iv = 0; iv < 24; iv++) {
+		if (iv >= 8 && iv < 11)
+			fx_slow(&f, 2, 3, 1.5);
+		fx_fill(&f, &in, iv);
+		for (h = 0; h < NR; h++)
+			hosts[h] = h; /* agents keep heartbeating */
+		in.hosts = hosts;
+		in.nhosts = NR;
+		if (iv >= 11 && iv < 17)
+			in.nconn = 0; /* stalled: nothing moves */
+		ck_assert_int_eq(matrix_analyze(m, &in, &ev, &nev), 0);
+		for (k = 0; k < nev; k++) {
+			opened += ev[k].state == C4M_ST_OPEN;
+			if (ev[k].state == C4M_ST_RESOLVED) {
+				resolved++;
+				resolved_iv = iv;
+			}
+		}
+	}
+	ck_assert_uint_eq(opened, 1);
+	ck_assert_uint_eq(resolved, 1);
+	ck_assert_uint_ge(resolved_iv, 17 + C4M_DEF_RESOLVE_N - 1);
+	matrix_free(m);
+}
+END_TEST
+
 /* Unknown communicators and ranks are skipped, not fatal. */
 START_TEST(test_malformed)
 {
@@ -260,6 +306,7 @@ cell_suite(void)
 	tcase_add_test(tc, test_single_spike);
 	tcase_add_test(tc, test_cold_start);
 	tcase_add_test(tc, test_below_min_slowdown);
+	tcase_add_test(tc, test_no_resolution_without_data);
 	tcase_add_test(tc, test_malformed);
 	suite_add_tcase(s, tc);
 	return s;
