@@ -461,8 +461,21 @@ cell_score(struct matrix *m)
 			continue;
 		w->r -= k->medr;
 		w->q -= k->medr;
-		/* a noisier cell than its class is judged by its own noise */
-		w->z = w->r / fmaxf(k->sig, sqrtf(b->var));
+		/*
+		 * A noisier cell than its class is judged by its own noise,
+		 * estimated from few samples, so shrunk towards the class's:
+		 * (n var + n0 sig^2) / (n + n0), n clean samples (at most the
+		 * EWMA's memory), n0 = C4M_VAR_PRIOR.
+		 */
+		{
+			float n = fminf((float)b->warm,
+			                1.0f / (float)p->base_alpha);
+			float s2 = k->sig * k->sig;
+			float v = (n * b->var + C4M_VAR_PRIOR * s2) /
+			          (n + C4M_VAR_PRIOR);
+
+			w->z = w->r / sqrtf(fmaxf(v, s2));
+		}
 		if (b->warm >= p->warm_intervals)
 			w->hot = w->r >= m->lmin && w->z >= (float)p->z_min;
 		else
