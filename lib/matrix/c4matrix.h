@@ -40,6 +40,8 @@
 #define C4M_DEF_WEAK_K         3    /* weak evidence: hot in k ...       */
 #define C4M_DEF_WEAK_N         4    /* ... of the last n intervals       */
 #define C4M_DEF_Z_STRONG       5.0  /* z at which evidence is strong     */
+#define C4M_DEF_CUSUM_K        2.0  /* CUSUM drift: z above this accumulates */
+#define C4M_DEF_CUSUM_H        6.0  /* accumulated z that is strong evidence */
 #define C4M_DEF_MIN_SLOWDOWN   1.05 /* least slowdown that is an anomaly */
 #define C4M_DEF_COLD_SLOWDOWN  1.40 /* same, before a baseline exists    */
 #define C4M_DEF_Z_MIN          4.0  /* least robust z of a hot cell      */
@@ -261,6 +263,10 @@ struct c4m_params {
 	unsigned weak_k; /* weak evidence (z_min <= z < z_strong) */
 	unsigned weak_n;
 	double z_strong;
+	double cusum_k; /* per-cell CUSUM of z: S = max(0, S + min(z, z_strong)
+	                   - k) */
+	double cusum_h; /* S >= h (and r >= min_slowdown now) is strong evidence
+	                 */
 	unsigned resolve_n;
 	double min_slowdown;
 	double cold_slowdown;

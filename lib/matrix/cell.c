@@ -183,7 +183,7 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 	for (i = 0; i < in->nconn; i++) {
 		const struct c4m_conn *cn = &in->conn[i];
 		uint64_t chunk;
-		uint8_t sc;
+		uint16_t shape;
 
 		if (matrix_comm_find(m, cn->comm, &ci) < 0)
 			continue;
@@ -219,19 +219,28 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 			w->bsum += (float)cn->bytes;
 			continue;
 		}
-		sc = (uint8_t)cell_size_class(chunk);
-		if (x->cls == NO_IDX || x->sc != sc) {
+		/*
+		 * Like with like: same communicator, transport, chunk size
+		 * and chunk count (the median of n chunks is as precise as
+		 * 1/sqrt(n)), each as a power-of-two class.
+		 */
+		shape = (uint16_t)(cell_size_class(chunk) |
+		                   (cell_size_class(cn->chunks) << 8));
+		if (x->cls == NO_IDX || x->shape != shape) {
 			if (cell_cls_get(
 			            m,
-			            ((uint64_t)(ci + 1) << 16) |
-			                    ((uint64_t)cn->transport << 8) | sc,
+			            ((uint64_t)(ci + 1) << 24) |
+			                    ((uint64_t)(shape >> 8) << 16) |
+			                    ((uint64_t)cn->transport << 8) |
+			                    (shape & 0xffu),
 			            &cl) < 0)
 				return -1;
 			x = &m->cells[idx];
 			x->cls = cl;
-			x->sc = sc;
+			x->shape = shape;
 		}
-		if (mem_grow((void **)&m->work, &m->cwork, m->nwork + 1,
+		if (m->nwork >= m->cwork &&
+		    mem_grow((void **)&m->work, &m->cwork, m->nwork + 1,
 		             sizeof(*m->work)) < 0)
 			return -1;
 		x->widx = m->nwork;
@@ -266,7 +275,7 @@ cell_classify(struct matrix *m)
 
 		if (n >= m->p.min_class)
 			continue;
-		if (cell_cls_get(m, m->cls[m->clwork[i]].key & 0xffffu, &p) <
+		if (cell_cls_get(m, m->cls[m->clwork[i]].key & 0xffffffu, &p) <
 		            0 ||
 		    cell_cls_touch(m, p, n) < 0)
 			return -1;
@@ -346,7 +355,7 @@ cell_link_add(struct matrix *m, const struct work *w)
 		struct side *rx = cell_side_of(m, l->ep_rx, 1);
 
 		l->stamp = stamp;
-		l->k = l->ncold = l->nhot = 0;
+		l->k = l->ncold = l->nhot = l->nacc = 0;
 		l->r = l->z = 0;
 		l->hot = l->elevated = l->on_hot_side = l->cand = 0;
 		l->best = w->cell;
@@ -360,6 +369,7 @@ cell_link_add(struct matrix *m, const struct work *w)
 	l->r += w->r;
 	l->z += w->z;
 	l->nhot += w->hot;
+	l->nacc += w->acc;
 	if (m->cbase[w->cell].warm < m->p.warm_intervals)
 		l->ncold++;
 	if (w->r > l->best_r) {
@@ -455,7 +465,7 @@ cell_score(struct matrix *m)
 	for (i = 0; i < m->nwork; i++) {
 		struct work *w = &m->work[i];
 		const struct cls *k = &m->cls[w->cls];
-		const struct cbase *b = &m->cbase[w->cell];
+		struct cbase *b = &m->cbase[w->cell];
 
 		if (k->n < C4M_CLS_USABLE)
 			continue;
@@ -476,11 +486,29 @@ cell_score(struct matrix *m)
 
 			w->z = w->r / sqrtf(fmaxf(v, s2));
 		}
-		if (b->warm >= p->warm_intervals)
+		w->acc = 0;
+		if (b->warm >= p->warm_intervals) {
+			float inc = fminf(w->z, (float)p->z_strong) -
+			            (float)p->cusum_k;
+
 			w->hot = w->r >= m->lmin && w->z >= (float)p->z_min;
-		else
+			/*
+			 * CUSUM: z persistently above cusum_k adds up (one
+			 * interval's share capped at z_strong, so a single
+			 * burst cannot carry it); with the slowdown still
+			 * there now it is strong evidence.
+			 */
+			b->cus = fminf(fmaxf(0.0f, b->cus + inc),
+			               2.0f * (float)p->cusum_h);
+			if (b->cus >= (float)p->cusum_h && w->r >= m->lmin &&
+			    w->z >= (float)p->cusum_k) {
+				w->hot = 1;
+				w->acc = 1;
+			}
+		} else {
 			w->hot = w->r >= m->lcold &&
 			         w->z >= (float)p->cold_z_min;
+		}
 		if (cell_link_add(m, w) < 0)
 			return -1;
 	}
@@ -668,7 +696,13 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
 		pr.a = x->link;
 		pr.b = 0;
 	}
-	return persist_observe(m, key, &e, 0, &pr);
+	return persist_observe(m, key, &e,
+	                       kind != C4M_EV_COMM_SLOW_TX &&
+	                                       kind != C4M_EV_COMM_SLOW_RX &&
+	                                       l->nacc > 0
+	                               ? PERSIST_STRONG
+	                               : 0,
+	                       &pr);
 }
 
 /*
@@ -692,7 +726,8 @@ cell_links_score(struct matrix *m)
 		if (l->ncold > 0)
 			l->hot = l->nhot > 0 && l->r >= m->lcold;
 		else
-			l->hot = l->r >= m->lmin && l->z >= (float)p->z_min;
+			l->hot = l->r >= m->lmin &&
+			         (l->z >= (float)p->z_min || l->nacc > 0);
 		l->elevated = l->r >= m->lelev || l->hot;
 		if (!l->elevated)
 			continue;

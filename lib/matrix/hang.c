@@ -68,7 +68,7 @@ hang_node_events(struct matrix *m)
 		e.isolate_host = x->host;
 		if (persist_observe(m,
 		                    persist_key(C4M_EV_NODE_LOST, x->host, 0),
-		                    &e, 1, NULL) < 0)
+		                    &e, PERSIST_IMMEDIATE, NULL) < 0)
 			return -1;
 	}
 	return 0;
@@ -99,7 +99,7 @@ hang_missing(struct matrix *m, const struct comm *c, uint32_t rank, uint64_t k)
 	                       persist_key(C4M_EV_NONCOMM_HANG,
 	                                   ((uint64_t)d->host << 16) | d->gpu,
 	                                   0),
-	                       &e, 1, NULL);
+	                       &e, PERSIST_IMMEDIATE, NULL);
 }
 
 /*
@@ -155,7 +155,7 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 		                    persist_key(C4M_EV_COMM_HANG,
 		                                m->eps[x->ep_tx].pkey,
 		                                m->eps[x->ep_rx].pkey),
-		                    &e, 1, NULL) < 0)
+		                    &e, PERSIST_IMMEDIATE, NULL) < 0)
 			return -1;
 		found++;
 	}
@@ -177,7 +177,7 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 	e.nsuspects = 1;
 	e.isolate_host = e.suspects[0].host;
 	return persist_observe(m, persist_key(C4M_EV_COMM_HANG, c->hash, ~0ull),
-	                       &e, 1, NULL);
+	                       &e, PERSIST_IMMEDIATE, NULL);
 }
 
 /*

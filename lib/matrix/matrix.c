@@ -21,6 +21,8 @@ matrix_params_default(struct c4m_params *p)
 	p->weak_k = C4M_DEF_WEAK_K;
 	p->weak_n = C4M_DEF_WEAK_N;
 	p->z_strong = C4M_DEF_Z_STRONG;
+	p->cusum_k = C4M_DEF_CUSUM_K;
+	p->cusum_h = C4M_DEF_CUSUM_H;
 	p->min_slowdown = C4M_DEF_MIN_SLOWDOWN;
 	p->cold_slowdown = C4M_DEF_COLD_SLOWDOWN;
 	p->z_min = C4M_DEF_Z_MIN;

@@ -128,13 +128,14 @@ struct cell {
 	uint8_t net;
 	uint8_t algo;
 	uint8_t tr;
-	uint8_t sc; /* chunk size class the class was chosen for */
+	uint16_t shape; /* size and count classes the class was chosen for */
 };
 
 /* A cell's own history: log time per byte relative to its class. */
 struct cbase {
 	float base; /* running mean, then EWMA, of clean samples */
 	float var;  /* same, of the squared innovation: the cell's own noise */
+	float cus;  /* CUSUM of z over intervals (sub-threshold evidence) */
 	uint8_t warm;
 };
 
@@ -151,6 +152,7 @@ struct link {
 	uint16_t k;     /* cells this interval */
 	uint16_t ncold;
 	uint16_t nhot;
+	uint16_t nacc; /* cells hot by accumulated evidence */
 	uint8_t hot;
 	uint8_t elevated;    /* r >= min_slowdown / 2: may matter for a side */
 	uint8_t on_hot_side; /* set by the verdicts for elevated links */
@@ -173,6 +175,7 @@ struct work {
 	float r;    /* q minus the baseline, centered */
 	float z;
 	uint8_t hot;
+	uint8_t acc; /* hot by accumulated (CUSUM) evidence */
 };
 
 struct cls {
@@ -210,7 +213,8 @@ struct track {
 	uint32_t strong; /* intervals whose evidence was strong */
 	uint8_t open;
 	uint8_t seen;
-	uint8_t immediate; /* hangs/lost nodes carry their own timeout */
+	uint8_t immediate;  /* hangs/lost nodes carry their own timeout */
+	uint8_t acc_strong; /* strong by accumulated evidence this interval */
 	uint8_t live;
 	double reported_slowdown;
 	uint32_t hits_r;
@@ -302,8 +306,10 @@ int wait_detect(struct matrix *m);
 int hang_detect(struct matrix *m);
 
 /* persist.c: candidates, persistence, event lifecycle */
+#define PERSIST_IMMEDIATE 1 /* open at once (the detector timed it) */
+#define PERSIST_STRONG    2 /* strong evidence whatever the score */
 int persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
-                    int immediate, const struct probe *pr);
+                    unsigned flags, const struct probe *pr);
 int persist_finish(struct matrix *m);
 uint64_t persist_key(unsigned kind, uint64_t a, uint64_t b);
 void persist_free(struct matrix *m);

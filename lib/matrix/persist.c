@@ -58,13 +58,14 @@ persist_merge(struct c4m_event *dst, const struct c4m_event *e)
 /*
  * Record candidate e under key for the current interval. Several
  * observations of one key in an interval are merged (cells, strongest
- * score, mean log slowdown). immediate: open without waiting for
- * persistence. pr (or NULL) says where the culprit is observed. Returns 0
- * or -1 on memory exhaustion.
+ * score, mean log slowdown). flags: PERSIST_IMMEDIATE opens without
+ * waiting for persistence; PERSIST_STRONG counts the evidence as strong
+ * (accumulated over intervals). pr (or NULL) says where the culprit is
+ * observed. Returns 0 or -1 on memory exhaustion.
  */
 int
 persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
-                int immediate, const struct probe *pr)
+                unsigned flags, const struct probe *pr)
 {
 	struct track *t;
 	uint32_t idx;
@@ -82,7 +83,9 @@ persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
 		t->live = 1;
 	}
 	t = &m->trk[idx];
-	t->immediate = (uint8_t)immediate;
+	t->immediate = (flags & PERSIST_IMMEDIATE) != 0;
+	if (flags & PERSIST_STRONG)
+		t->acc_strong = 1;
 	if (pr != NULL)
 		t->probe = *pr;
 	if (!t->seen) {
@@ -174,7 +177,9 @@ persist_finish(struct matrix *m)
 
 		t->hist = (t->hist << 1) | t->seen;
 		t->strong = (t->strong << 1) |
-		            (t->seen && t->ev.score >= p->z_strong);
+		            (t->seen &&
+		             (t->ev.score >= p->z_strong || t->acc_strong));
+		t->acc_strong = 0;
 		hits = persist_popcount(t->hist & nmask);
 		if (t->seen) {
 			t->ev.slowdown = exp(t->sum_r / t->hits_r);
