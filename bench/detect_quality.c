@@ -128,6 +128,17 @@ episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
 				}
 				fs[i].detected = 1;
 				fs[i].top1 = score_top1(&ev[k], &f[i]);
+				if (!fs[i].top1 && getenv("C4_BENCH_VERBOSE"))
+					fprintf(stderr,
+					        "not top-1: %s base %s named "
+					        "by "
+					        "%s (suspect 0 host %u gpu "
+					        "%u)\n",
+					        scen_fault_name(f[i].kind),
+					        scen_fault_name(f[i].base),
+					        matrix_kind_name(ev[k].kind),
+					        ev[k].suspects[0].host,
+					        ev[k].suspects[0].gpu);
 				fs[i].lat = iv - f[i].start + 1;
 			}
 			ntrue += (unsigned)hit;
