@@ -75,6 +75,7 @@ cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn, uint32_t pos,
 	x = &m->cells[m->ncells];
 	memset(x, 0, sizeof(*x));
 	memset(&m->cbase[m->ncells], 0, sizeof(m->cbase[0]));
+	m->cbase[m->ncells].isig = INFINITY; /* no own noise yet */
 	x->key = key;
 	x->comm = ci;
 	x->src = cn->src;
@@ -460,6 +461,7 @@ cell_score(struct matrix *m)
 			v[j] = fabsf(v[j] - k->medr);
 		k->sig = fmaxf(1.4826f * matrix_median(v, k->fill),
 		               (float)p->sigma_floor);
+		k->isig = 1.0f / k->sig;
 		k->med += k->medr;
 	}
 	for (i = 0; i < m->nwork; i++) {
@@ -471,21 +473,9 @@ cell_score(struct matrix *m)
 			continue;
 		w->r -= k->medr;
 		w->q -= k->medr;
-		/*
-		 * A noisier cell than its class is judged by its own noise,
-		 * estimated from few samples, so shrunk towards the class's:
-		 * (n var + n0 sig^2) / (n + n0), n clean samples (at most the
-		 * EWMA's memory), n0 = C4M_VAR_PRIOR.
+		/* the larger of the class's and the cell's own (shrunk) noise
 		 */
-		{
-			float n = fminf((float)b->warm,
-			                1.0f / (float)p->base_alpha);
-			float s2 = k->sig * k->sig;
-			float v = (n * b->var + C4M_VAR_PRIOR * s2) /
-			          (n + C4M_VAR_PRIOR);
-
-			w->z = w->r / sqrtf(fmaxf(v, s2));
-		}
+		w->z = w->r * fminf(k->isig, b->isig);
 		w->acc = 0;
 		if (b->warm >= p->warm_intervals) {
 			float inc = fminf(w->z, (float)p->z_strong) -
@@ -498,8 +488,9 @@ cell_score(struct matrix *m)
 			 * burst cannot carry it); with the slowdown still
 			 * there now it is strong evidence.
 			 */
-			b->cus = fminf(fmaxf(0.0f, b->cus + inc),
-			               2.0f * (float)p->cusum_h);
+			if (inc > 0.0f || b->cus > 0.0f)
+				b->cus = fminf(fmaxf(0.0f, b->cus + inc),
+				               2.0f * (float)p->cusum_h);
 			if (b->cus >= (float)p->cusum_h && w->r >= m->lmin &&
 			    w->z >= (float)p->cusum_k) {
 				w->hot = 1;
@@ -829,6 +820,22 @@ cell_detect(struct matrix *m)
 		b->base += a * (w->q - b->base);
 		if (b->warm < UINT8_MAX)
 			b->warm++;
+		/*
+		 * The cell's own noise, estimated from few samples, shrunk
+		 * towards its class's: (n var + n0 sig^2) / (n + n0), n clean
+		 * samples (at most the EWMA's memory), n0 = C4M_VAR_PRIOR;
+		 * kept as an inverse for the next interval's z.
+		 */
+		{
+			const struct cls *k = &m->cls[w->cls];
+			float n = fminf((float)b->warm,
+			                1.0f / (float)p->base_alpha);
+			float s2 = k->sig * k->sig;
+
+			b->isig =
+			        1.0f / sqrtf((n * b->var + C4M_VAR_PRIOR * s2) /
+			                     (n + C4M_VAR_PRIOR));
+		}
 	}
 	return 0;
 }

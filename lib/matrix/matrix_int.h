@@ -136,6 +136,7 @@ struct cbase {
 	float base; /* running mean, then EWMA, of clean samples */
 	float var;  /* same, of the squared innovation: the cell's own noise */
 	float cus;  /* CUSUM of z over intervals (sub-threshold evidence) */
+	float isig; /* 1 / own noise shrunk to the class (INFINITY: none) */
 	uint8_t warm;
 };
 
@@ -190,6 +191,7 @@ struct cls {
 	float med;       /* class level: median of (log time per byte - base) */
 	float medr;      /* this interval's shift of the level */
 	float sig;
+	float isig; /* 1 / sig */
 	uint8_t have_med;
 };
 
