@@ -144,13 +144,8 @@ cell_cls_touch(struct matrix *m, uint32_t cl, uint32_t n)
 static unsigned
 cell_size_class(uint64_t chunk)
 {
-	unsigned b = 0;
-
-	while (chunk > 1) {
-		chunk >>= 1;
-		b++;
-	}
-	return b;
+	/* floor(log2(chunk)), 0 for 0 and 1 */
+	return chunk > 1 ? 63u - (unsigned)__builtin_clzll(chunk) : 0;
 }
 
 static int
@@ -321,21 +316,29 @@ cell_sample(struct matrix *m, struct cls *k, float v)
 	k->cnt--;
 }
 
-/* Side rx (0 row, 1 column) of endpoint ep, reset on first use per interval. */
+/* Side rx (0 row, 1 column) of endpoint ep (reset by cell_sides_reset). */
 static struct side *
 cell_side_of(struct matrix *m, uint32_t ep, int rx)
 {
-	struct side *sd = &m->eps[ep].sd[rx];
-	uint32_t stamp = (uint32_t)(m->iv + 1);
+	return &m->eps[ep].sd[rx];
+}
 
-	if (sd->stamp != stamp) {
-		sd->stamp = stamp;
-		sd->n = sd->ncons = 0;
-		sd->sum_r = sd->sum_z = 0;
-		sd->status = SIDE_UNKNOWN;
-		sd->rmax = -INFINITY;
-	}
-	return sd;
+/* Reset every endpoint side for this interval (one linear pass). */
+static void
+cell_sides_reset(struct matrix *m)
+{
+	uint32_t i;
+	int s;
+
+	for (i = 0; i < m->neps; i++)
+		for (s = 0; s < 2; s++) {
+			struct side *sd = &m->eps[i].sd[s];
+
+			sd->n = sd->ncons = 0;
+			sd->sum_r = sd->sum_z = 0;
+			sd->status = SIDE_UNKNOWN;
+			sd->rmax = -INFINITY;
+		}
 }
 
 /*
@@ -768,6 +771,8 @@ cell_detect(struct matrix *m)
 	uint32_t i;
 
 	m->nlwork = 0;
+	m->nlhot = 0;
+	cell_sides_reset(m);
 	if (m->nwork == 0)
 		return 0;
 	if (cell_classify(m) < 0)

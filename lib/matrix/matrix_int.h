@@ -65,7 +65,6 @@ struct dev {
 
 /* Per-interval aggregate of one side (row or column) of an endpoint. */
 struct side {
-	uint32_t stamp; /* low bits of interval + 1 the counters belong to */
 	uint16_t n;     /* links sampled */
 	uint16_t ncons; /* links consistent with the hottest one */
 	float rmax;

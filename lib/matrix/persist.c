@@ -130,8 +130,7 @@ persist_sampled(const struct matrix *m, const struct track *t)
 	case PROBE_LINK:
 		return m->links[pr->a].stamp == stamp;
 	case PROBE_SIDE:
-		return m->eps[pr->a].sd[pr->b].stamp == stamp &&
-		       m->eps[pr->a].sd[pr->b].n > 0;
+		return m->eps[pr->a].sd[pr->b].n > 0; /* reset each interval */
 	case PROBE_RANK: {
 		const struct crank *rs = &m->comms[pr->a].rs[pr->b];
 
