@@ -28,6 +28,7 @@ struct fx {
 	struct c4m_coll coll[FX_MAX_RANK];
 	struct c4m_wait wait[FX_MAX_RANK];
 	uint64_t seed;
+	double jit; /* uniform jitter amplitude (default 0.01) */
 };
 
 static inline double
@@ -35,7 +36,8 @@ fx_jitter(struct fx *f)
 {
 	f->seed = f->seed * 6364136223846793005ull + 1442695040888963407ull;
 	return 1.0 +
-	       0.01 * ((double)(f->seed >> 11) / (double)(1ull << 53) - 0.5);
+	       (f->jit > 0 ? f->jit : 0.01) *
+	               ((double)(f->seed >> 11) / (double)(1ull << 53) - 0.5);
 }
 
 /* One rank per host; ranks 0..n-1 on hosts 0..n-1, GPU 0, NIC 0. */

@@ -264,6 +264,60 @@ START_TEST(test_no_resolution_without_data)
 }
 END_TEST
 
+/*
+ * A path slowed by 8 % on links with about 2 % noise sits at z 2 to 4: rarely
+ * hot on its own, found by the per-cell CUSUM. Returns the interval the
+ * link event opened (0 if never), with CUSUM threshold h.
+ */
+static uint64_t
+weak_path(double h)
+{
+	struct c4m_params p;
+	struct matrix *m;
+	struct fx f;
+	struct c4m_input in;
+	const struct c4m_event *ev;
+	size_t nev, k;
+	uint64_t iv, opened = 0;
+
+	matrix_params_default(&p);
+	p.cusum_h = h;
+	m = matrix_new(&p);
+	ck_assert_ptr_nonnull(m);
+	fx_init(&f, NR, 0x77);
+	f.jit = 0.06;
+	fx_ring(&f);
+	fx_tree(&f);
+	ck_assert_int_eq(matrix_comm_add(m, f.comm, NR, f.loc), 0);
+	for (iv = 0; iv < 30; iv++) {
+		if (iv >= 10)
+			fx_slow(&f, 2, 3, 1.08);
+		fx_fill(&f, &in, iv);
+		ck_assert_int_eq(matrix_analyze(m, &in, &ev, &nev), 0);
+		for (k = 0; k < nev; k++) {
+			if (ev[k].state != C4M_ST_OPEN)
+				continue;
+			/* nothing but the slowed path may open */
+			ck_assert_uint_ge(iv, 10);
+			ck_assert_uint_eq(ev[k].suspects[0].host, 2);
+			if (opened == 0)
+				opened = iv;
+		}
+	}
+	matrix_free(m);
+	return opened;
+}
+
+START_TEST(test_cusum_weak_path)
+{
+	uint64_t with = weak_path(C4M_DEF_CUSUM_H);
+	uint64_t without = weak_path(1e9);
+
+	ck_assert_uint_gt(with, 0);
+	ck_assert(without == 0 || without >= with);
+}
+END_TEST
+
 /* Unknown communicators and ranks are skipped, not fatal. */
 START_TEST(test_malformed)
 {
@@ -307,6 +361,7 @@ cell_suite(void)
 	tcase_add_test(tc, test_cold_start);
 	tcase_add_test(tc, test_below_min_slowdown);
 	tcase_add_test(tc, test_no_resolution_without_data);
+	tcase_add_test(tc, test_cusum_weak_path);
 	tcase_add_test(tc, test_malformed);
 	suite_add_tcase(s, tc);
 	return s;
