@@ -426,8 +426,8 @@ cell_score(struct matrix *m)
 		for (i = 0; i < m->nwork; i++) {
 			struct work *w = &m->work[i];
 
-			w->lx = logf(w->tsum / w->bsum);
-			cell_sample(m, &m->cls[w->cls], w->lx);
+			cell_sample(m, &m->cls[w->cls],
+			            logf(w->tsum / w->bsum));
 		}
 		for (i = 0; i < m->nclwork; i++) {
 			struct cls *k = &m->cls[m->clwork[i]];
@@ -448,8 +448,7 @@ cell_score(struct matrix *m)
 
 		if (k->n < C4M_CLS_USABLE)
 			continue;
-		w->lx = logf(w->tsum / w->bsum);
-		w->q = w->lx - k->med;
+		w->q = logf(w->tsum / w->bsum) - k->med; /* tsum is dead now */
 		w->r = b->warm >= p->warm_intervals ? w->q - b->base : w->q;
 		cell_sample(m, k, w->r);
 	}

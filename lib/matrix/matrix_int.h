@@ -168,11 +168,16 @@ struct work {
 	uint32_t cell;
 	uint32_t cls;
 	uint32_t link;
-	float tsum; /* sum of median chunk time x chunks */
-	float bsum; /* sum of bytes */
-	float lx;   /* log time per byte */
-	float q;    /* lx minus the class median */
-	float r;    /* q minus the baseline, centered */
+	union { /* the sums until scored, then the scores (28-byte items) */
+		struct {
+			float tsum; /* sum of median chunk time x chunks */
+			float bsum; /* sum of bytes */
+		};
+		struct {
+			float q; /* log time per byte minus the class level */
+			float r; /* q minus the baseline, centered */
+		};
+	};
 	float z;
 	uint8_t hot;
 	uint8_t acc; /* hot by accumulated (CUSUM) evidence */
