@@ -3,23 +3,26 @@
  *
  * A cell is one directed connection (communicator, algorithm, src, dst)
  * that carried traffic. Its sample per interval is the median per-chunk
- * transfer time divided by the chunk size (time per byte), taken on the
+ * transfer time divided by the chunk size (time per byte), measured on the
  * sender's host. Cells are compared with their class (same communicator,
  * transport and chunk-size class; small classes are pooled across
  * communicators) and with their own clean history, so static per-link
- * differences and job-wide drift both cancel. Hot cells are then grouped
- * by endpoint: the transmit side of a NIC port or GPU (a row) and the
- * receive side (a column).
+ * differences and job-wide drift both cancel. Cells then fold into
+ * physical links (transmit endpoint -> receive endpoint) and links are
+ * judged by endpoint side: the transmit side of a NIC port or GPU (a row)
+ * and the receive side (a column).
+ *
+ * Cost: a few passes over this interval's work items and links; memory
+ * per cell and per link, never per pair of ranks.
  */
 #include <math.h>
 #include <string.h>
 
 #include "matrix_int.h"
 
-#define CELL_CLS_USABLE 3 /* fewest cells whose median means anything */
-
 enum cell_side { SIDE_UNKNOWN = 0, SIDE_COLD, SIDE_MIXED, SIDE_HOT };
 
+/* Find or create the physical link tx -> rx (endpoint indices). 0 or -1. */
 static int
 cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
 {
@@ -29,7 +32,7 @@ cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
 	if (hmap_get(&m->link_map, key, idx) == 0)
 		return 0;
 	if (mem_grow((void **)&m->links, &m->clinks, m->nlinks + 1,
-		     sizeof(*m->links)) < 0)
+	             sizeof(*m->links)) < 0)
 		return -1;
 	if (hmap_put(&m->link_map, key, m->nlinks) < 0)
 		return -1;
@@ -47,8 +50,8 @@ cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
  * position last interval is tried before the hash map.
  */
 static int
-cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn,
-	 uint32_t pos, uint32_t *idx)
+cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn, uint32_t pos,
+         uint32_t *idx)
 {
 	const struct comm *c = &m->comms[ci];
 	uint64_t key = CELL_KEY(ci, cn->algo, cn->src, cn->dst);
@@ -63,12 +66,16 @@ cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn,
 	if (hmap_get(&m->cell_map, key, idx) == 0)
 		goto hint;
 	if (mem_grow((void **)&m->cells, &m->ccells, m->ncells + 1,
-		     sizeof(*m->cells)) < 0)
+	             sizeof(*m->cells)) < 0 ||
+	    mem_grow((void **)&m->cbase, &m->ccbase, m->ncells + 1,
+	             sizeof(*m->cbase)) < 0)
 		return -1;
 	if (hmap_put(&m->cell_map, key, m->ncells) < 0)
 		return -1;
 	x = &m->cells[m->ncells];
 	memset(x, 0, sizeof(*x));
+	memset(&m->cbase[m->ncells], 0, sizeof(m->cbase[0]));
+	m->cbase[m->ncells].isig = INFINITY; /* no own noise yet */
 	x->key = key;
 	x->comm = ci;
 	x->src = cn->src;
@@ -77,16 +84,16 @@ cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn,
 	x->algo = cn->algo;
 	x->tr = cn->transport;
 	x->ep_tx = net ? m->devs[c->dev[cn->src]].ep_net
-		       : m->devs[c->dev[cn->src]].ep_gpu;
+	               : m->devs[c->dev[cn->src]].ep_gpu;
 	x->ep_rx = net ? m->devs[c->dev[cn->dst]].ep_net
-		       : m->devs[c->dev[cn->dst]].ep_gpu;
+	               : m->devs[c->dev[cn->dst]].ep_gpu;
 	x->cls = NO_IDX;
 	if (cell_link_get(m, x->ep_tx, x->ep_rx, &x->link) < 0)
 		return -1;
 	*idx = m->ncells++;
 hint:
-	if (pos >= m->chint &&
-	    mem_grow((void **)&m->hint, &m->chint, pos + 1, sizeof(*m->hint)) < 0)
+	if (pos >= m->chint && mem_grow((void **)&m->hint, &m->chint, pos + 1,
+	                                sizeof(*m->hint)) < 0)
 		return -1;
 	m->hint[pos] = *idx;
 	if (pos >= m->nhint)
@@ -94,6 +101,7 @@ hint:
 	return 0;
 }
 
+/* Find or create the persistent class of key. Returns 0 or -1. */
 static int
 cell_cls_get(struct matrix *m, uint64_t key, uint32_t *idx)
 {
@@ -101,8 +109,8 @@ cell_cls_get(struct matrix *m, uint64_t key, uint32_t *idx)
 
 	if (hmap_get(&m->cls_map, key, idx) == 0)
 		return 0;
-	if (mem_grow((void **)&m->cls, &m->ccls, m->ncls + 1,
-		     sizeof(*m->cls)) < 0)
+	if (mem_grow((void **)&m->cls, &m->ccls, m->ncls + 1, sizeof(*m->cls)) <
+	    0)
 		return -1;
 	if (hmap_put(&m->cls_map, key, m->ncls) < 0)
 		return -1;
@@ -114,7 +122,7 @@ cell_cls_get(struct matrix *m, uint64_t key, uint32_t *idx)
 	return 0;
 }
 
-/* Count one more sample in class cl this interval. Returns 0 or -1. */
+/* Count n more samples in class cl this interval. Returns 0 or -1. */
 static int
 cell_cls_touch(struct matrix *m, uint32_t cl, uint32_t n)
 {
@@ -122,11 +130,11 @@ cell_cls_touch(struct matrix *m, uint32_t cl, uint32_t n)
 
 	if (k->iv != m->iv + 1) {
 		if (mem_grow((void **)&m->clwork, &m->cclwork, m->nclwork + 1,
-			     sizeof(*m->clwork)) < 0)
+		             sizeof(*m->clwork)) < 0)
 			return -1;
 		m->clwork[m->nclwork++] = cl;
 		k->iv = m->iv + 1;
-		k->n = k->off = k->fill = 0;
+		k->n = k->off = k->fill = k->cnt = 0;
 		k->parent = NO_IDX;
 	}
 	k->n += n;
@@ -136,26 +144,33 @@ cell_cls_touch(struct matrix *m, uint32_t cl, uint32_t n)
 static unsigned
 cell_size_class(uint64_t chunk)
 {
-	unsigned b = 0;
+	/* floor(log2(chunk)), 0 for 0 and 1 */
+	return chunk > 1 ? 63u - (unsigned)__builtin_clzll(chunk) : 0;
+}
 
-	while (chunk > 1) {
-		chunk >>= 1;
-		b++;
-	}
-	return b;
+static int
+cell_stuck_add(struct matrix *m, uint32_t idx)
+{
+	if (mem_grow((void **)&m->stuck, &m->cstuck, m->nstuck + 1,
+	             sizeof(*m->stuck)) < 0)
+		return -1;
+	m->stuck[m->nstuck++] = idx;
+	return 0;
 }
 
 /*
  * Take this interval's connection summaries: find or create their cells,
  * note stuck connections for hang.c and queue usable samples for
- * cell_detect(). Summaries naming unknown communicators or ranks are
- * skipped. Returns 0 or -1 on memory exhaustion.
+ * cell_detect(). Several summaries of one connection add up. Summaries
+ * naming unknown communicators or ranks are skipped. Returns 0 or -1 on
+ * memory exhaustion.
  */
 int
 cell_ingest(struct matrix *m, const struct c4m_input *in)
 {
 	uint32_t ci, idx, cl;
 	struct cell *x;
+	struct work *w;
 	size_t i;
 
 	m->nwork = 0;
@@ -164,14 +179,13 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 	for (i = 0; i < in->nconn; i++) {
 		const struct c4m_conn *cn = &in->conn[i];
 		uint64_t chunk;
-		uint8_t sc;
+		uint16_t shape;
 
 		if (matrix_comm_find(m, cn->comm, &ci) < 0)
 			continue;
 		if (cn->src >= m->comms[ci].nranks ||
 		    cn->dst >= m->comms[ci].nranks || cn->src == cn->dst ||
-		    cn->algo >= C4M_ALGO_COUNT ||
-		    cn->transport >= C4M_TR_COUNT)
+		    cn->algo >= C4M_ALGO_COUNT || cn->transport >= C4M_TR_COUNT)
 			continue;
 		if (cell_get(m, ci, cn, (uint32_t)i, &idx) < 0)
 			return -1;
@@ -180,62 +194,72 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 			x->iv = m->iv + 1;
 			x->pending = 0;
 			x->bytes = 0;
-			x->hot = 0;
-			x->r = x->q = x->z = 0;
 			x->widx = NO_IDX;
 		}
-		/* several summaries of one connection in an interval add up */
+		/* stuck: chunks posted, no byte moved (listed once) */
+		if (x->bytes == 0 && x->pending == 0 && cn->bytes == 0 &&
+		    cn->pending > 0 && cell_stuck_add(m, idx) < 0)
+			return -1;
 		x->pending += cn->pending;
 		x->bytes += cn->bytes;
-		if (x->bytes == 0 && x->pending > 0 && cn->pending > 0 &&
-		    x->pending == cn->pending) {
-			if (mem_grow((void **)&m->stuck, &m->cstuck,
-				     m->nstuck + 1, sizeof(*m->stuck)) < 0)
-				return -1;
-			m->stuck[m->nstuck++] = idx;
-		}
 		if (cn->chunks < m->p.min_chunks || cn->bytes == 0 ||
-		    cn->xfer.count == 0 || !(cn->xfer.p50 > 0))
+		    cn->xfer.count == 0 || !(cn->xfer.p50 > 0) ||
+		    !isfinite(cn->xfer.p50))
 			continue;
 		chunk = cn->bytes / cn->chunks;
 		if (chunk == 0)
 			continue;
 		if (x->widx != NO_IDX) {
-			m->work[x->widx].tsum += cn->xfer.p50 * (double)cn->chunks;
-			m->work[x->widx].bsum += (double)cn->bytes;
+			w = &m->work[x->widx];
+			w->tsum += (float)(cn->xfer.p50 * (double)cn->chunks);
+			w->bsum += (float)cn->bytes;
 			continue;
 		}
-		sc = (uint8_t)cell_size_class(chunk);
-		if (x->cls == NO_IDX || x->sc != sc) {
-			if (cell_cls_get(m, ((uint64_t)(ci + 1) << 16) |
-						    ((uint64_t)cn->transport << 8) |
-						    sc,
-					 &cl) < 0)
+		/*
+		 * Like with like: same communicator, transport, chunk size
+		 * and chunk count (the median of n chunks is as precise as
+		 * 1/sqrt(n)), each as a power-of-two class.
+		 */
+		shape = (uint16_t)(cell_size_class(chunk) |
+		                   (cell_size_class(cn->chunks) << 8));
+		if (x->cls == NO_IDX || x->shape != shape) {
+			if (cell_cls_get(
+			            m,
+			            ((uint64_t)(ci + 1) << 24) |
+			                    ((uint64_t)(shape >> 8) << 16) |
+			                    ((uint64_t)cn->transport << 8) |
+			                    (shape & 0xffu),
+			            &cl) < 0)
 				return -1;
+			x = &m->cells[idx];
 			x->cls = cl;
-			x->sc = sc;
+			x->shape = shape;
 		}
-		cl = x->cls;
-		if (mem_grow((void **)&m->work, &m->cwork, m->nwork + 1,
-			     sizeof(*m->work)) < 0)
+		if (m->nwork >= m->cwork &&
+		    mem_grow((void **)&m->work, &m->cwork, m->nwork + 1,
+		             sizeof(*m->work)) < 0)
 			return -1;
 		x->widx = m->nwork;
-		m->work[m->nwork].cell = idx;
-		m->work[m->nwork].cls = cl;
-		m->work[m->nwork].tsum = cn->xfer.p50 * (double)cn->chunks;
-		m->work[m->nwork].bsum = (double)cn->bytes;
-		m->nwork++;
-		if (cell_cls_touch(m, cl, 1) < 0)
+		w = &m->work[m->nwork++];
+		w->cell = idx;
+		w->cls = x->cls;
+		w->link = x->link;
+		w->tsum = (float)(cn->xfer.p50 * (double)cn->chunks);
+		w->bsum = (float)cn->bytes;
+		w->hot = 0;
+		if (m->cls[x->cls].iv == m->iv + 1)
+			m->cls[x->cls].n++; /* the common case, inline */
+		else if (cell_cls_touch(m, x->cls, 1) < 0)
 			return -1;
 	}
-	for (i = 0; i < m->nwork; i++)
-		m->work[i].lx = (float)log(m->work[i].tsum / m->work[i].bsum);
 	return 0;
 }
 
 /*
  * Pool classes smaller than min_class into one class per (transport, size
- * class), then bucket the work items by final class (counting sort).
+ * class); point work items at their final class; size each final class's
+ * sample (every step-th item, about C4M_STAT_SAMPLE of them) and lay the
+ * samples out in m->scratch.
  */
 static int
 cell_classify(struct matrix *m)
@@ -243,17 +267,15 @@ cell_classify(struct matrix *m)
 	uint32_t i, n0 = m->nclwork, off = 0, p;
 
 	for (i = 0; i < n0; i++) {
-		struct cls *k = &m->cls[m->clwork[i]];
+		uint32_t n = m->cls[m->clwork[i]].n;
 
-		if (k->n >= m->p.min_class)
+		if (n >= m->p.min_class)
 			continue;
-		if (cell_cls_get(m, k->key & 0xffffu, &p) < 0)
+		if (cell_cls_get(m, m->cls[m->clwork[i]].key & 0xffffffu, &p) <
+		            0 ||
+		    cell_cls_touch(m, p, n) < 0)
 			return -1;
-		k = &m->cls[m->clwork[i]]; /* cls may have moved */
-		if (cell_cls_touch(m, p, k->n) < 0)
-			return -1;
-		k = &m->cls[m->clwork[i]];
-		k->parent = p;
+		m->cls[m->clwork[i]].parent = p;
 	}
 	for (i = 0; i < m->nwork; i++) {
 		p = m->cls[m->work[i].cls].parent;
@@ -265,92 +287,225 @@ cell_classify(struct matrix *m)
 
 		k->off = off;
 		k->fill = 0;
+		k->cnt = 0;
+		k->step = k->n > C4M_STAT_SAMPLE ? k->n / C4M_STAT_SAMPLE : 1;
 		if (k->parent == NO_IDX)
-			off += k->n;
+			off += (k->n + k->step - 1) / k->step;
 	}
-	if (mem_grow((void **)&m->order, &m->corder, m->nwork + 1,
-		     sizeof(*m->order)) < 0 ||
-	    mem_grow((void **)&m->scratch, &m->cscratch, m->nwork + 1,
-		     sizeof(*m->scratch)) < 0)
-		return -1;
-	for (i = 0; i < m->nwork; i++) {
-		struct cls *k = &m->cls[m->work[i].cls];
+	return mem_grow((void **)&m->scratch, &m->cscratch, off + 1,
+	                sizeof(*m->scratch));
+}
 
-		m->order[k->off + k->fill++] = i;
+static void
+cell_sample_begin(struct matrix *m)
+{
+	uint32_t i;
+
+	for (i = 0; i < m->nclwork; i++)
+		m->cls[m->clwork[i]].fill = m->cls[m->clwork[i]].cnt = 0;
+}
+
+static void
+cell_sample(struct matrix *m, struct cls *k, float v)
+{
+	/* cnt counts down to the next sampled item (no division) */
+	if (k->cnt == 0) {
+		m->scratch[k->off + k->fill++] = v;
+		k->cnt = k->step;
+	}
+	k->cnt--;
+}
+
+/* Side rx (0 row, 1 column) of endpoint ep (reset by cell_sides_reset). */
+static struct side *
+cell_side_of(struct matrix *m, uint32_t ep, int rx)
+{
+	return &m->eps[ep].sd[rx];
+}
+
+/* Reset every endpoint side for this interval (one linear pass). */
+static void
+cell_sides_reset(struct matrix *m)
+{
+	uint32_t i;
+	int s;
+
+	for (i = 0; i < m->neps; i++)
+		for (s = 0; s < 2; s++) {
+			struct side *sd = &m->eps[i].sd[s];
+
+			sd->n = sd->ncons = 0;
+			sd->sum_r = sd->sum_z = 0;
+			sd->status = SIDE_UNKNOWN;
+			sd->rmax = -INFINITY;
+		}
+}
+
+/*
+ * Fold scored work item w into its link's sums for this interval. The
+ * first cell of a link this interval counts the link on both its sides; a
+ * link becomes a candidate for the verdicts only when one of its cells is
+ * hot or slowed by at least half of min_slowdown (a link whose mean is
+ * that high has such a cell), so the verdicts never walk all links.
+ */
+static int
+cell_link_add(struct matrix *m, const struct work *w)
+{
+	struct link *l = &m->links[w->link];
+	uint32_t stamp = (uint32_t)(m->iv + 1);
+
+	if (l->stamp != stamp) {
+		struct side *tx = cell_side_of(m, l->ep_tx, 0);
+		struct side *rx = cell_side_of(m, l->ep_rx, 1);
+
+		l->stamp = stamp;
+		l->k = l->ncold = l->nhot = l->nacc = 0;
+		l->r = l->z = 0;
+		l->hot = l->elevated = l->on_hot_side = l->cand = 0;
+		l->best = w->cell;
+		l->best_r = -INFINITY;
+		if (tx->n < UINT16_MAX)
+			tx->n++;
+		if (rx->n < UINT16_MAX)
+			rx->n++;
+	}
+	l->k++;
+	l->r += w->r;
+	l->z += w->z;
+	l->nhot += w->hot;
+	l->nacc += w->acc;
+	if (m->cbase[w->cell].warm < m->p.warm_intervals)
+		l->ncold++;
+	if (w->r > l->best_r) {
+		l->best = w->cell;
+		l->best_r = w->r;
+		l->best_z = w->z;
+	}
+	if (!l->cand && (w->hot || w->r >= m->lelev)) {
+		if (m->nlwork >= m->caplwork &&
+		    mem_grow((void **)&m->lwork, &m->caplwork, m->nlwork + 1,
+		             sizeof(*m->lwork)) < 0)
+			return -1;
+		m->lwork[m->nlwork++] = w->link;
+		l->cand = 1;
 	}
 	return 0;
 }
 
 /*
- * Score the cells of one class: q = log time per byte minus the class
- * median; r = q minus the cell's own baseline once warm; then r is
- * centered on the class median of r and divided by a robust spread (MAD).
+ * Score every usable cell against its class. The class level L is the
+ * median of (x - baseline) over the class, x the log time per byte; it is
+ * carried from the previous interval and corrected by this interval's
+ * median shift, so one median pass suffices: r' = x - L_prev - base, L =
+ * L_prev + median(r'), r = r' - median(r'), q = x - L (what the baseline
+ * learns). A cell without a warm baseline uses base 0. z = r over a
+ * robust spread: the larger of 1.4826 MAD of r over the class and the
+ * cell's own noise. Class statistics come from an evenly strided sample
+ * (all cells up to C4M_STAT_SAMPLE): the robust statistics of 2,048 cells
+ * are as good as those of 200,000, and cost stays linear. A class seen
+ * for the first time gets its level from an exact pass first. Each scored
+ * cell is folded into its link. Returns 0 or -1.
  */
-static void
-cell_score_class(struct matrix *m, struct cls *k)
+static int
+cell_score(struct matrix *m)
 {
 	const struct c4m_params *p = &m->p;
-	uint32_t *ord = m->order + k->off;
-	float *v = m->scratch;
-	float med, medr, mad;
-	uint32_t i;
+	uint32_t i, j;
+	int fresh = 0;
 
-	for (i = 0; i < k->fill; i++)
-		v[i] = m->work[ord[i]].lx;
-	med = matrix_median(v, k->fill);
-	for (i = 0; i < k->fill; i++) {
-		struct cell *x = &m->cells[m->work[ord[i]].cell];
+	for (i = 0; i < m->nclwork; i++) {
+		const struct cls *k = &m->cls[m->clwork[i]];
 
-		x->q = m->work[ord[i]].lx - med;
-		x->r = x->warm >= p->warm_intervals ? x->q - x->base : x->q;
-		v[i] = x->r;
+		if (k->parent == NO_IDX && !k->have_med &&
+		    k->n >= C4M_CLS_USABLE)
+			fresh = 1;
 	}
-	medr = matrix_median(v, k->fill);
-	for (i = 0; i < k->fill; i++) {
-		struct cell *x = &m->cells[m->work[ord[i]].cell];
+	if (fresh) {
+		/* new classes: start their level at the median of x */
+		cell_sample_begin(m);
+		for (i = 0; i < m->nwork; i++) {
+			struct work *w = &m->work[i];
 
-		v[i] = fabsf(x->r - medr);
+			cell_sample(m, &m->cls[w->cls],
+			            logf(w->tsum / w->bsum));
+		}
+		for (i = 0; i < m->nclwork; i++) {
+			struct cls *k = &m->cls[m->clwork[i]];
+
+			if (k->parent == NO_IDX && !k->have_med &&
+			    k->n >= C4M_CLS_USABLE) {
+				k->med = matrix_median(m->scratch + k->off,
+				                       k->fill);
+				k->have_med = 1;
+			}
+		}
 	}
-	mad = matrix_median(v, k->fill);
-	k->med = med;
-	k->sig = fmaxf(1.4826f * mad, (float)p->sigma_floor);
-	for (i = 0; i < k->fill; i++) {
-		struct cell *x = &m->cells[m->work[ord[i]].cell];
-		int warm = x->warm >= p->warm_intervals;
+	cell_sample_begin(m);
+	for (i = 0; i < m->nwork; i++) {
+		struct work *w = &m->work[i];
+		struct cls *k = &m->cls[w->cls];
+		const struct cbase *b = &m->cbase[w->cell];
 
-		x->r -= medr;
-		x->z = x->r / k->sig;
-		if (warm)
-			x->hot = x->r >= m->lmin &&
-				 x->z >= (float)p->z_min;
-		else
-			x->hot = x->r >= m->lcold &&
-				 x->z >= (float)p->cold_z_min;
+		if (k->n < C4M_CLS_USABLE)
+			continue;
+		w->q = logf(w->tsum / w->bsum) - k->med; /* tsum is dead now */
+		w->r = b->warm >= p->warm_intervals ? w->q - b->base : w->q;
+		cell_sample(m, k, w->r);
 	}
-}
+	for (i = 0; i < m->nclwork; i++) {
+		struct cls *k = &m->cls[m->clwork[i]];
+		float *v = m->scratch + k->off;
 
-static struct side *
-cell_side_of(struct matrix *m, uint32_t ep, int rx)
-{
-	struct side *sd = &m->eps[ep].sd[rx];
-
-	if (sd->iv != m->iv + 1) {
-		memset(sd, 0, sizeof(*sd));
-		sd->iv = m->iv + 1;
-		sd->rmax = -INFINITY;
+		if (k->parent != NO_IDX || k->n < C4M_CLS_USABLE)
+			continue;
+		k->medr = matrix_median(v, k->fill);
+		for (j = 0; j < k->fill; j++)
+			v[j] = fabsf(v[j] - k->medr);
+		k->sig = fmaxf(1.4826f * matrix_median(v, k->fill),
+		               (float)p->sigma_floor);
+		k->isig = 1.0f / k->sig;
+		k->med += k->medr;
 	}
-	return sd;
-}
+	for (i = 0; i < m->nwork; i++) {
+		struct work *w = &m->work[i];
+		const struct cls *k = &m->cls[w->cls];
+		struct cbase *b = &m->cbase[w->cell];
 
-/* Pass 1 over a side: count links and find the hottest. */
-static void
-cell_side_max(struct matrix *m, uint32_t ep, int rx, const struct link *l)
-{
-	struct side *sd = cell_side_of(m, ep, rx);
+		if (k->n < C4M_CLS_USABLE)
+			continue;
+		w->r -= k->medr;
+		w->q -= k->medr;
+		/* the larger of the class's and the cell's own (shrunk) noise
+		 */
+		w->z = w->r * fminf(k->isig, b->isig);
+		w->acc = 0;
+		if (b->warm >= p->warm_intervals) {
+			float inc = fminf(w->z, (float)p->z_strong) -
+			            (float)p->cusum_k;
 
-	sd->n++;
-	if (l->r > sd->rmax)
-		sd->rmax = l->r;
+			w->hot = w->r >= m->lmin && w->z >= (float)p->z_min;
+			/*
+			 * CUSUM: z persistently above cusum_k adds up (one
+			 * interval's share capped at z_strong, so a single
+			 * burst cannot carry it); with the slowdown still
+			 * there now it is strong evidence.
+			 */
+			if (inc > 0.0f || b->cus > 0.0f)
+				b->cus = fminf(fmaxf(0.0f, b->cus + inc),
+				               2.0f * (float)p->cusum_h);
+			if (b->cus >= (float)p->cusum_h && w->r >= m->lmin &&
+			    w->z >= (float)p->cusum_k) {
+				w->hot = 1;
+				w->acc = 1;
+			}
+		} else {
+			w->hot = w->r >= m->lcold &&
+			         w->z >= (float)p->cold_z_min;
+		}
+		if (cell_link_add(m, w) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 /*
@@ -360,25 +515,11 @@ cell_side_max(struct matrix *m, uint32_t ep, int rx, const struct link *l)
  */
 static int
 cell_consistent(const struct matrix *m, const struct side *sd,
-		const struct link *l)
+                const struct link *l)
 {
 	if (l->ncold > 0)
 		return l->hot; /* cold cells: only under the cold thresholds */
-	return l->r >= 0.5f * sd->rmax &&
-	       l->r >= 0.5f * m->lmin;
-}
-
-/* Pass 2 over a side: sum the consistent links. */
-static void
-cell_side_sum(struct matrix *m, uint32_t ep, int rx, const struct link *l)
-{
-	struct side *sd = cell_side_of(m, ep, rx);
-
-	if (!cell_consistent(m, sd, l))
-		return;
-	sd->ncons++;
-	sd->sum_r += l->r;
-	sd->sum_z += l->z;
+	return l->r >= 0.5f * sd->rmax && l->r >= m->lelev;
 }
 
 /*
@@ -387,19 +528,14 @@ cell_side_sum(struct matrix *m, uint32_t ep, int rx, const struct link *l)
  * min_slowdown and their combined z reaches z_min.
  */
 static void
-cell_side_judge(struct matrix *m, uint32_t ep, int rx)
+cell_side_judge(struct matrix *m, struct side *sd)
 {
 	const struct c4m_params *p = &m->p;
-	struct side *sd = cell_side_of(m, ep, rx);
 
-	if (sd->status != SIDE_UNKNOWN)
-		return;
-	sd->status = SIDE_MIXED; /* judged; refined below */
-	if (sd->n < 2)
-		return;
-	if (sd->ncons >= p->row_min_hot &&
+	sd->status = SIDE_MIXED;
+	if (sd->n >= 2 && sd->ncons >= p->row_min_hot &&
 	    sd->ncons >= p->row_frac * (double)sd->n &&
-	    sd->sum_r / sd->ncons >= m->lmin &&
+	    sd->sum_r / (float)sd->ncons >= m->lmin &&
 	    sd->sum_z / sqrtf((float)sd->ncons) >= (float)p->z_min)
 		sd->status = SIDE_HOT;
 }
@@ -415,6 +551,8 @@ cell_side(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 	struct side *sd = cell_side_of(m, ep, rx);
 	uint32_t others, cons;
 
+	if (sd->status == SIDE_UNKNOWN)
+		cell_side_judge(m, sd);
 	if (sd->status == SIDE_HOT)
 		return SIDE_HOT;
 	if (sd->n <= 1)
@@ -426,9 +564,10 @@ cell_side(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 	return SIDE_MIXED;
 }
 
+/* A link suspect for cell x: both endpoints, ranks, NIC ports. */
 static void
 cell_fill_link(const struct matrix *m, struct c4m_suspect *s,
-	       const struct cell *x)
+               const struct cell *x)
 {
 	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
 	const struct dev *b = &m->devs[m->comms[x->comm].dev[x->dst]];
@@ -452,7 +591,7 @@ cell_fill_link(const struct matrix *m, struct c4m_suspect *s,
 /* A suspect for one side (tx: the source of x, rx: its destination). */
 static void
 cell_fill_side(const struct matrix *m, struct c4m_suspect *s,
-	       const struct cell *x, unsigned role)
+               const struct cell *x, unsigned role)
 {
 	uint32_t rank = role == C4M_ROLE_TX ? x->src : x->dst;
 
@@ -462,15 +601,22 @@ cell_fill_side(const struct matrix *m, struct c4m_suspect *s,
 	s->rank = s->peer_rank = rank;
 }
 
+/*
+ * Report candidate kind for link l (evidence: its strongest cell). The key
+ * names the physical culprit: the endpoint for rows and columns, the
+ * endpoint pair for links; link and ambiguous share a key so a verdict
+ * that wavers between them still persists.
+ */
 static int
-cell_observe(struct matrix *m, const struct link *l, unsigned kind,
-	     int rside, int cside)
+cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
+             int cside)
 {
 	const struct cell *x = &m->cells[l->best];
-	struct c4m_event e;
 	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
 	const struct dev *b = &m->devs[m->comms[x->comm].dev[x->dst]];
 	uint64_t ka = m->eps[x->ep_tx].pkey, kb = m->eps[x->ep_rx].pkey;
+	struct c4m_event e;
+	struct probe pr;
 	uint64_t key;
 
 	memset(&e, 0, sizeof(e));
@@ -482,10 +628,19 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind,
 	e.cells[0].src = x->src;
 	e.cells[0].dst = x->dst;
 	e.cells[0].algo = x->algo;
-	e.cells[0].ratio = expf(x->r);
-	e.cells[0].z = x->z;
+	e.cells[0].ratio = expf(l->best_r);
+	e.cells[0].z = l->best_z;
 	e.slowdown = exp(l->r);
 	e.score = l->z;
+	if (kind == C4M_EV_COMM_SLOW_TX || kind == C4M_EV_COMM_SLOW_RX) {
+		/* a row or column: its combined z is the evidence */
+		const struct side *sd =
+		        &m->eps[kind == C4M_EV_COMM_SLOW_TX ? x->ep_tx
+		                                            : x->ep_rx]
+		                 .sd[kind == C4M_EV_COMM_SLOW_RX];
+
+		e.score = sd->sum_z / sqrtf((float)(sd->ncons ? sd->ncons : 1));
+	}
 	switch (kind) {
 	case C4M_EV_COMM_SLOW_TX:
 		key = persist_key(kind, ka, 0);
@@ -513,52 +668,90 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind,
 		e.ambiguous = 1;
 		if (rside != SIDE_COLD)
 			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-				       C4M_ROLE_TX);
+			               C4M_ROLE_TX);
 		if (cside != SIDE_COLD && rside == SIDE_COLD)
 			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-				       C4M_ROLE_RX);
+			               C4M_ROLE_RX);
 		cell_fill_link(m, &e.suspects[e.nsuspects++], x);
 		if (cside != SIDE_COLD && rside != SIDE_COLD)
 			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-				       C4M_ROLE_RX);
+			               C4M_ROLE_RX);
 		e.action = C4M_ACT_INVESTIGATE;
 		e.isolate_host = a->host;
 		break;
 	}
-	return persist_observe(m, key, &e, 0);
+	if (kind == C4M_EV_COMM_SLOW_TX || kind == C4M_EV_COMM_SLOW_RX) {
+		pr.kind = PROBE_SIDE;
+		pr.a = kind == C4M_EV_COMM_SLOW_TX ? x->ep_tx : x->ep_rx;
+		pr.b = kind == C4M_EV_COMM_SLOW_RX;
+	} else {
+		pr.kind = PROBE_LINK;
+		pr.a = x->link;
+		pr.b = 0;
+	}
+	return persist_observe(m, key, &e,
+	                       kind != C4M_EV_COMM_SLOW_TX &&
+	                                       kind != C4M_EV_COMM_SLOW_RX &&
+	                                       l->nacc > 0
+	                               ? PERSIST_STRONG
+	                               : 0,
+	                       &pr);
 }
 
-#define CELL_FOREACH(m, k, j, x)                                              \
-	for ((j) = 0; (j) < (k)->fill &&                                       \
-		      ((x) = &(m)->cells[(m)->work[(m)->order[(k)->off + (j)]] \
-					      .cell],                          \
-		      1);                                                      \
-	     (j)++)
-
-/* Fold scored cell x into its link's sums for this interval. */
+/*
+ * Candidate links: mean r and combined z, hot, elevated; the sides'
+ * maxima over elevated links (any other link of a side is below them);
+ * then the sides' sums over consistent links. Returns 0 or -1.
+ */
 static int
-cell_link_add(struct matrix *m, uint32_t ci, const struct cell *x)
+cell_links_score(struct matrix *m)
 {
-	struct link *l = &m->links[x->link];
+	const struct c4m_params *p = &m->p;
+	uint32_t i;
 
-	if (l->iv != m->iv + 1) {
-		if (mem_grow((void **)&m->lwork, &m->caplwork, m->nlwork + 1,
-			     sizeof(*m->lwork)) < 0)
+	m->nlhot = 0;
+	for (i = 0; i < m->nlwork; i++) {
+		struct link *l = &m->links[m->lwork[i]];
+		struct side *tx, *rx;
+
+		l->r = l->r / (float)l->k;
+		l->z = l->z / sqrtf((float)l->k);
+		if (l->ncold > 0)
+			l->hot = l->nhot > 0 && l->r >= m->lcold;
+		else
+			l->hot = l->r >= m->lmin &&
+			         (l->z >= (float)p->z_min || l->nacc > 0);
+		l->elevated = l->r >= m->lelev || l->hot;
+		if (!l->elevated)
+			continue;
+		tx = cell_side_of(m, l->ep_tx, 0);
+		rx = cell_side_of(m, l->ep_rx, 1);
+		if (l->r > tx->rmax)
+			tx->rmax = l->r;
+		if (l->r > rx->rmax)
+			rx->rmax = l->r;
+		if (m->nlhot >= m->caplhot &&
+		    mem_grow((void **)&m->lhot, &m->caplhot, m->nlhot + 1,
+		             sizeof(*m->lhot)) < 0)
 			return -1;
-		m->lwork[m->nlwork++] = x->link;
-		l->iv = m->iv + 1;
-		l->k = l->ncold = l->nhot = 0;
-		l->sum_r = l->sum_z = 0;
-		l->best = ci;
+		m->lhot[m->nlhot++] = m->lwork[i];
 	}
-	l->k++;
-	l->sum_r += x->r;
-	l->sum_z += x->z;
-	l->nhot += x->hot;
-	if (x->warm < m->p.warm_intervals)
-		l->ncold++;
-	if (x->r > m->cells[l->best].r)
-		l->best = ci;
+	for (i = 0; i < m->nlhot; i++) {
+		const struct link *l = &m->links[m->lhot[i]];
+		struct side *sd[2];
+		int s;
+
+		sd[0] = cell_side_of(m, l->ep_tx, 0);
+		sd[1] = cell_side_of(m, l->ep_rx, 1);
+		for (s = 0; s < 2; s++) {
+			if (!cell_consistent(m, sd[s], l))
+				continue;
+			if (sd[s]->ncons < UINT16_MAX)
+				sd[s]->ncons++;
+			sd[s]->sum_r += l->r;
+			sd[s]->sum_z += l->z;
+		}
+	}
 	return 0;
 }
 
@@ -574,97 +767,79 @@ int
 cell_detect(struct matrix *m)
 {
 	const struct c4m_params *p = &m->p;
-	float clean = m->lmin;
-	struct cell *x;
-	uint32_t i, j;
+	uint32_t i;
 
 	m->nlwork = 0;
+	m->nlhot = 0;
+	cell_sides_reset(m);
 	if (m->nwork == 0)
 		return 0;
 	if (cell_classify(m) < 0)
 		return -1;
-	for (i = 0; i < m->nclwork; i++) {
-		struct cls *k = &m->cls[m->clwork[i]];
+	if (cell_score(m) < 0 || cell_links_score(m) < 0)
+		return -1;
+	for (i = 0; i < m->nlhot; i++) {
+		struct link *l = &m->links[m->lhot[i]];
+		int rs, cs;
 
-		if (k->parent != NO_IDX)
-			continue;
-		if (k->fill < CELL_CLS_USABLE) {
-			k->fill = 0; /* nothing to compare with */
-			continue;
-		}
-		cell_score_class(m, k);
-		CELL_FOREACH(m, k, j, x)
-		{
-			if (cell_link_add(m, (uint32_t)(x - m->cells), x) < 0)
-				return -1;
-		}
-	}
-	for (i = 0; i < m->nlwork; i++) {
-		struct link *l = &m->links[m->lwork[i]];
-
-		l->r = l->sum_r / (float)l->k;
-		l->z = l->sum_z / sqrtf((float)l->k);
-		if (l->ncold > 0)
-			l->hot = l->nhot > 0 &&
-				 l->r >= m->lcold;
-		else
-			l->hot = l->r >= m->lmin &&
-				 l->z >= (float)p->z_min;
-		cell_side_max(m, l->ep_tx, 0, l);
-		cell_side_max(m, l->ep_rx, 1, l);
-	}
-	for (i = 0; i < m->nlwork; i++) {
-		struct link *l = &m->links[m->lwork[i]];
-
-		cell_side_sum(m, l->ep_tx, 0, l);
-		cell_side_sum(m, l->ep_rx, 1, l);
-	}
-	for (i = 0; i < m->nlwork; i++) {
-		struct link *l = &m->links[m->lwork[i]];
-
-		cell_side_judge(m, l->ep_tx, 0);
-		cell_side_judge(m, l->ep_rx, 1);
-	}
-	for (i = 0; i < m->nlwork; i++) {
-		struct link *l = &m->links[m->lwork[i]];
-		int rs = cell_side(m, l->ep_tx, 0, l);
-		int cs = cell_side(m, l->ep_rx, 1, l);
-		int rcons = cell_consistent(m, cell_side_of(m, l->ep_tx, 0), l);
-		int ccons = cell_consistent(m, cell_side_of(m, l->ep_rx, 1), l);
-
-		if (rs == SIDE_HOT && rcons &&
+		rs = cell_side(m, l->ep_tx, 0, l);
+		cs = cell_side(m, l->ep_rx, 1, l);
+		l->on_hot_side = rs == SIDE_HOT || cs == SIDE_HOT;
+		if (rs == SIDE_HOT &&
+		    cell_consistent(m, cell_side_of(m, l->ep_tx, 0), l) &&
 		    cell_observe(m, l, C4M_EV_COMM_SLOW_TX, rs, cs) < 0)
 			return -1;
-		if (cs == SIDE_HOT && ccons &&
+		if (cs == SIDE_HOT &&
+		    cell_consistent(m, cell_side_of(m, l->ep_rx, 1), l) &&
 		    cell_observe(m, l, C4M_EV_COMM_SLOW_RX, rs, cs) < 0)
 			return -1;
 		if (l->hot && rs != SIDE_HOT && cs != SIDE_HOT &&
 		    cell_observe(m, l,
-				 rs == SIDE_COLD && cs == SIDE_COLD
-					 ? C4M_EV_COMM_SLOW_LINK
-					 : C4M_EV_COMM_SLOW_AMBIG,
-				 rs, cs) < 0)
+		                 rs == SIDE_COLD && cs == SIDE_COLD
+		                         ? C4M_EV_COMM_SLOW_LINK
+		                         : C4M_EV_COMM_SLOW_AMBIG,
+		                 rs, cs) < 0)
 			return -1;
 	}
 	for (i = 0; i < m->nwork; i++) {
-		const struct link *l;
+		const struct work *w = &m->work[i];
+		const struct link *l = &m->links[w->link];
+		struct cbase *b = &m->cbase[w->cell];
 		float a;
 
-		x = &m->cells[m->work[i].cell];
-		if (m->cls[m->work[i].cls].fill == 0)
-			continue; /* class too small to score */
-		l = &m->links[x->link];
-		if (x->hot || l->hot ||
-		    cell_side_of(m, l->ep_tx, 0)->status == SIDE_HOT ||
-		    cell_side_of(m, l->ep_rx, 1)->status == SIDE_HOT)
+		if (m->cls[w->cls].n < C4M_CLS_USABLE || w->hot || l->hot)
 			continue;
-		if (x->warm >= p->warm_intervals && x->r >= clean)
+		if (l->elevated && l->on_hot_side)
+			continue;
+		if (b->warm >= p->warm_intervals && w->r >= m->lmin)
 			continue;
 		/* a clean sample: a running mean first, then an EWMA */
-		a = fmaxf((float)p->base_alpha, 1.0f / (float)(x->warm + 1));
-		x->base += a * (x->q - x->base);
-		if (x->warm < UINT8_MAX)
-			x->warm++;
+		a = b->warm < m->inv_len ? m->inv[b->warm]
+		                         : (float)p->base_alpha;
+		if (b->warm > 0) {
+			float d = w->q - b->base;
+
+			b->var += a * (d * d - b->var);
+		}
+		b->base += a * (w->q - b->base);
+		if (b->warm < UINT8_MAX)
+			b->warm++;
+		/*
+		 * The cell's own noise, estimated from few samples, shrunk
+		 * towards its class's: (n var + n0 sig^2) / (n + n0), n clean
+		 * samples (at most the EWMA's memory), n0 = C4M_VAR_PRIOR;
+		 * kept as an inverse for the next interval's z.
+		 */
+		{
+			const struct cls *k = &m->cls[w->cls];
+			float n = fminf((float)b->warm,
+			                1.0f / (float)p->base_alpha);
+			float s2 = k->sig * k->sig;
+
+			b->isig =
+			        1.0f / sqrtf((n * b->var + C4M_VAR_PRIOR * s2) /
+			                     (n + C4M_VAR_PRIOR));
+		}
 	}
 	return 0;
 }

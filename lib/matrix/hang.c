@@ -22,6 +22,7 @@ hang_host_lost(const struct matrix *m, uint32_t hidx)
 	return m->hosts[hidx].lost;
 }
 
+/* Mark hosts lost after node_timeout intervals without any data. */
 static void
 hang_nodes(struct matrix *m)
 {
@@ -39,6 +40,7 @@ hang_nodes(struct matrix *m)
 	}
 }
 
+/* One node-lost candidate per lost host (opens at once). 0 or -1. */
 static int
 hang_node_events(struct matrix *m)
 {
@@ -54,26 +56,27 @@ hang_node_events(struct matrix *m)
 		e.kind = C4M_EV_NODE_LOST;
 		if (x->dev != NO_IDX) {
 			matrix_suspect_dev(m, &e.suspects[0], x->dev,
-					   C4M_ROLE_HOST);
+			                   C4M_ROLE_HOST);
 			e.nsuspects = 1;
 			e.comm = e.suspects[0].comm;
 		}
 		e.slowdown = 1.0;
 		e.score = x->last_seen ? (double)(m->iv + 1 - x->last_seen)
-				       : (double)m->p.node_timeout;
+		                       : (double)m->p.node_timeout;
 		e.confidence = 0.99;
 		e.action = C4M_ACT_ISOLATE_HOST;
 		e.isolate_host = x->host;
-		if (persist_observe(m, persist_key(C4M_EV_NODE_LOST, x->host, 0),
-				    &e, 1) < 0)
+		if (persist_observe(m,
+		                    persist_key(C4M_EV_NODE_LOST, x->host, 0),
+		                    &e, PERSIST_IMMEDIATE, NULL) < 0)
 			return -1;
 	}
 	return 0;
 }
 
+/* Non-communication hang candidate: rank of c never entered op k. */
 static int
-hang_missing(struct matrix *m, const struct comm *c, uint32_t rank,
-	     uint64_t k)
+hang_missing(struct matrix *m, const struct comm *c, uint32_t rank, uint64_t k)
 {
 	struct c4m_event e;
 	uint32_t dev = c->dev[rank];
@@ -92,13 +95,18 @@ hang_missing(struct matrix *m, const struct comm *c, uint32_t rank,
 	e.hang_seq = k;
 	e.action = C4M_ACT_ISOLATE_HOST;
 	e.isolate_host = d->host;
-	return persist_observe(
-		m,
-		persist_key(C4M_EV_NONCOMM_HANG, ((uint64_t)d->host << 16) | d->gpu,
-			    0),
-		&e, 1);
+	return persist_observe(m,
+	                       persist_key(C4M_EV_NONCOMM_HANG,
+	                                   ((uint64_t)d->host << 16) | d->gpu,
+	                                   0),
+	                       &e, PERSIST_IMMEDIATE, NULL);
 }
 
+/*
+ * Communication hang of comm ci at op k: one candidate per connection with
+ * chunks posted and no bytes moved, or, with no such marker, one ambiguous
+ * candidate naming the communicator. Returns 0 or -1.
+ */
 static int
 hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 {
@@ -144,10 +152,10 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 		e.action = C4M_ACT_CHECK_LINK;
 		e.isolate_host = a->host;
 		if (persist_observe(m,
-				    persist_key(C4M_EV_COMM_HANG,
-						m->eps[x->ep_tx].pkey,
-						m->eps[x->ep_rx].pkey),
-				    &e, 1) < 0)
+		                    persist_key(C4M_EV_COMM_HANG,
+		                                m->eps[x->ep_tx].pkey,
+		                                m->eps[x->ep_rx].pkey),
+		                    &e, PERSIST_IMMEDIATE, NULL) < 0)
 			return -1;
 		found++;
 	}
@@ -169,9 +177,15 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 	e.nsuspects = 1;
 	e.isolate_host = e.suspects[0].host;
 	return persist_observe(m, persist_key(C4M_EV_COMM_HANG, c->hash, ~0ull),
-			       &e, 1);
+	                       &e, PERSIST_IMMEDIATE, NULL);
 }
 
+/*
+ * Progress of comm ci: count intervals without completion; past
+ * hang_timeout with an op entered and not completed, name the members
+ * that did not enter it (unless explained by a lost host or a block in
+ * another communicator), or, when all entered, the stuck connections.
+ */
 static int
 hang_comm(struct matrix *m, uint32_t ci)
 {

@@ -17,6 +17,7 @@ hmap_mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* Allocate an empty table of cap slots (a power of two). 0 or -1. */
 static int
 hmap_alloc(struct hmap *h, uint32_t cap)
 {
@@ -129,7 +130,8 @@ hmap_del(struct hmap *h, uint64_t key)
 			break;
 		home = (uint32_t)hmap_mix(h->keys[j]) & mask;
 		/* move j back into the hole at i unless home lies in (i, j] */
-		if ((i <= j) ? (i < home && home <= j) : (i < home || home <= j))
+		if ((i <= j) ? (i < home && home <= j)
+		             : (i < home || home <= j))
 			continue;
 		h->keys[i] = h->keys[j];
 		h->vals[i] = h->vals[j];

@@ -3,18 +3,26 @@
  * them hosts, devices and endpoints), runs the detectors once per interval
  * and hands back the events that the persistence layer decided to emit.
  */
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "matrix_int.h"
 
+/* Fill p with the defaults of c4matrix.h (documented in detection.md). */
 void
 matrix_params_default(struct c4m_params *p)
 {
 	p->persist_k = C4M_DEF_PERSIST_K;
 	p->persist_n = C4M_DEF_PERSIST_N;
 	p->resolve_n = C4M_DEF_RESOLVE_N;
+	p->weak_k = C4M_DEF_WEAK_K;
+	p->weak_n = C4M_DEF_WEAK_N;
+	p->z_strong = C4M_DEF_Z_STRONG;
+	p->cusum_k = C4M_DEF_CUSUM_K;
+	p->cusum_h = C4M_DEF_CUSUM_H;
 	p->min_slowdown = C4M_DEF_MIN_SLOWDOWN;
 	p->cold_slowdown = C4M_DEF_COLD_SLOWDOWN;
 	p->z_min = C4M_DEF_Z_MIN;
@@ -28,11 +36,13 @@ matrix_params_default(struct c4m_params *p)
 	p->row_min_hot = C4M_DEF_ROW_MIN_HOT;
 	p->row_frac = C4M_DEF_ROW_FRAC;
 	p->cold_frac = C4M_DEF_COLD_FRAC;
+	p->elev_frac = C4M_DEF_ELEV_FRAC;
 	p->hang_timeout = C4M_DEF_HANG_TIMEOUT;
 	p->node_timeout = C4M_DEF_NODE_TIMEOUT;
 	p->update_delta = C4M_DEF_UPDATE_DELTA;
 }
 
+/* 1 when p is usable (windows fit the history, thresholds sane). */
 static int
 matrix_params_ok(const struct c4m_params *p)
 {
@@ -41,10 +51,14 @@ matrix_params_ok(const struct c4m_params *p)
 		return 0;
 	if (p->resolve_n < 1 || p->resolve_n > C4M_HIST_MAX)
 		return 0;
+	if (p->weak_n < 1 || p->weak_n > C4M_HIST_MAX || p->weak_k < 1 ||
+	    p->weak_k > p->weak_n)
+		return 0;
 	if (!(p->min_slowdown > 1.0) || !(p->cold_slowdown >= 1.0) ||
 	    !(p->sigma_floor > 0) || !(p->base_alpha > 0) ||
 	    !(p->base_alpha <= 1) || p->hang_timeout < 1 ||
-	    p->node_timeout < 1 || p->row_min_hot < 1)
+	    p->node_timeout < 1 || p->row_min_hot < 1 || !(p->elev_frac > 0) ||
+	    !(p->elev_frac <= 1))
 		return 0;
 	return 1;
 }
@@ -69,11 +83,21 @@ matrix_new(const struct c4m_params *p)
 		goto fail;
 	m->lmin = (float)log(m->p.min_slowdown);
 	m->lcold = (float)log(m->p.cold_slowdown);
+	m->lelev = (float)(m->p.elev_frac * log(m->p.min_slowdown));
 	m->last_ci = NO_IDX;
-	if (hmap_init(&m->comm_map, 16) < 0 || hmap_init(&m->host_map, 16) < 0 ||
-	    hmap_init(&m->dev_map, 16) < 0 || hmap_init(&m->ep_map, 16) < 0 ||
-	    hmap_init(&m->cell_map, 64) < 0 || hmap_init(&m->cls_map, 16) < 0 ||
-	    hmap_init(&m->trk_map, 16) < 0 || hmap_init(&m->link_map, 64) < 0)
+	/* weight 1/(n+1) until it falls to base_alpha: a running mean start */
+	for (m->inv_len = 0; m->inv_len < C4M_INV_MAX; m->inv_len++) {
+		float a = 1.0f / (float)(m->inv_len + 1);
+
+		if (a <= (float)m->p.base_alpha)
+			break;
+		m->inv[m->inv_len] = a;
+	}
+	if (hmap_init(&m->comm_map, 16) < 0 ||
+	    hmap_init(&m->host_map, 16) < 0 || hmap_init(&m->dev_map, 16) < 0 ||
+	    hmap_init(&m->ep_map, 16) < 0 || hmap_init(&m->cell_map, 64) < 0 ||
+	    hmap_init(&m->cls_map, 16) < 0 || hmap_init(&m->trk_map, 16) < 0 ||
+	    hmap_init(&m->link_map, 64) < 0)
 		goto fail;
 	return m;
 fail:
@@ -81,6 +105,7 @@ fail:
 	return NULL;
 }
 
+/* Free the engine and everything it holds; NULL is fine. */
 void
 matrix_free(struct matrix *m)
 {
@@ -97,12 +122,13 @@ matrix_free(struct matrix *m)
 	mem_free(m->devs);
 	mem_free(m->eps);
 	mem_free(m->cells);
+	mem_free(m->cbase);
 	mem_free(m->work);
 	mem_free(m->links);
 	mem_free(m->lwork);
+	mem_free(m->lhot);
 	if (m->link_map.keys)
 		hmap_free(&m->link_map);
-	mem_free(m->order);
 	mem_free(m->scratch);
 	mem_free(m->cls);
 	mem_free(m->clwork);
@@ -127,6 +153,7 @@ matrix_free(struct matrix *m)
 	mem_free(m);
 }
 
+/* Find or create host; *idx gets its index. Returns 0 or -1. */
 static int
 matrix_host_get(struct matrix *m, uint32_t host, uint32_t *idx)
 {
@@ -135,7 +162,7 @@ matrix_host_get(struct matrix *m, uint32_t host, uint32_t *idx)
 	if (hmap_get(&m->host_map, host, idx) == 0)
 		return 0;
 	if (mem_grow((void **)&m->hosts, &m->chosts, m->nhosts + 1,
-		     sizeof(*m->hosts)) < 0)
+	             sizeof(*m->hosts)) < 0)
 		return -1;
 	if (hmap_put(&m->host_map, host, m->nhosts) < 0)
 		return -1;
@@ -148,16 +175,17 @@ matrix_host_get(struct matrix *m, uint32_t host, uint32_t *idx)
 	return 0;
 }
 
+/* Find or create the endpoint of physical key. Returns 0 or -1. */
 static int
 matrix_ep_get(struct matrix *m, uint64_t key, uint32_t dev, int net,
-	      uint32_t *idx)
+              uint32_t *idx)
 {
 	struct ep *e;
 
 	if (hmap_get(&m->ep_map, key, idx) == 0)
 		return 0;
-	if (mem_grow((void **)&m->eps, &m->ceps, m->neps + 1,
-		     sizeof(*m->eps)) < 0)
+	if (mem_grow((void **)&m->eps, &m->ceps, m->neps + 1, sizeof(*m->eps)) <
+	    0)
 		return -1;
 	if (hmap_put(&m->ep_map, key, m->neps) < 0)
 		return -1;
@@ -172,8 +200,8 @@ matrix_ep_get(struct matrix *m, uint64_t key, uint32_t dev, int net,
 
 /* Find or create the device (host, gpu) with its two endpoints. */
 static int
-matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc,
-	       uint64_t comm, uint32_t rank, uint32_t *idx)
+matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc, uint64_t comm,
+               uint32_t rank, uint32_t *idx)
 {
 	uint64_t key = ((uint64_t)loc->host << 16) | loc->gpu;
 	uint64_t nkey;
@@ -185,7 +213,7 @@ matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc,
 	if (matrix_host_get(m, loc->host, &hidx) < 0)
 		return -1;
 	if (mem_grow((void **)&m->devs, &m->cdevs, m->ndevs + 1,
-		     sizeof(*m->devs)) < 0)
+	             sizeof(*m->devs)) < 0)
 		return -1;
 	if (hmap_put(&m->dev_map, key, m->ndevs) < 0)
 		return -1;
@@ -218,7 +246,7 @@ matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc,
  */
 int
 matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
-		const struct c4m_rank_loc *map)
+                const struct c4m_rank_loc *map)
 {
 	struct comm *c;
 	uint32_t idx, r;
@@ -230,7 +258,7 @@ matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
 	if (m->ncomms >= C4M_MAX_COMMS)
 		return -1;
 	if (mem_grow((void **)&m->comms, &m->ccomms, m->ncomms + 1,
-		     sizeof(*m->comms)) < 0)
+	             sizeof(*m->comms)) < 0)
 		return -1;
 	c = &m->comms[m->ncomms];
 	memset(c, 0, sizeof(*c));
@@ -277,8 +305,8 @@ matrix_ep_dev(const struct matrix *m, uint32_t ep)
 
 /* Fill suspect s for device dev in role (tx/rx/rank/host). */
 void
-matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s,
-		   uint32_t dev, unsigned role)
+matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s, uint32_t dev,
+                   unsigned role)
 {
 	const struct dev *d = &m->devs[dev];
 
@@ -293,17 +321,10 @@ matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s,
 	s->port = s->peer_port = d->port;
 }
 
-static int
-matrix_fcmp(const void *a, const void *b)
-{
-	float x = *(const float *)a, y = *(const float *)b;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * Median of v[0..n) by selection (v is reordered). n must be > 0. Small
- * inputs are sorted; large ones use quickselect, linear on average.
+ * inputs are insertion sorted; large ones use quickselect, linear on
+ * average.
  */
 float
 matrix_median(float *v, uint32_t n)
@@ -312,7 +333,13 @@ matrix_median(float *v, uint32_t n)
 	float piv, t, lowmax;
 
 	if (n <= 16) {
-		qsort(v, n, sizeof(*v), matrix_fcmp);
+		/* insertion sort: cheapest for the many small groups */
+		for (i = 1; i < n; i++) {
+			t = v[i];
+			for (j = i; j > 0 && v[j - 1] > t; j--)
+				v[j] = v[j - 1];
+			v[j] = t;
+		}
 		return (n & 1) ? v[k] : 0.5f * (v[k - 1] + v[k]);
 	}
 	while (lo < hi) {
@@ -379,7 +406,7 @@ matrix_mark_rank(struct matrix *m, uint64_t comm, uint32_t rank)
  */
 int
 matrix_analyze(struct matrix *m, const struct c4m_input *in,
-	       const struct c4m_event **ev, size_t *nev)
+               const struct c4m_event **ev, size_t *nev)
 {
 	size_t i;
 	uint32_t h;
@@ -434,9 +461,9 @@ const char *
 matrix_kind_name(unsigned kind)
 {
 	static const char *const names[C4M_EV_COUNT] = {
-		"comm-slow-link", "comm-slow-tx",  "comm-slow-rx",
-		"comm-slow-ambiguous", "noncomm-slow", "comm-hang",
-		"noncomm-hang", "node-lost",
+	        "comm-slow-link",      "comm-slow-tx", "comm-slow-rx",
+	        "comm-slow-ambiguous", "noncomm-slow", "comm-hang",
+	        "noncomm-hang",        "node-lost",
 	};
 
 	return kind < C4M_EV_COUNT ? names[kind] : "unknown";
@@ -453,8 +480,67 @@ matrix_state_name(unsigned state)
 const char *
 matrix_role_name(unsigned role)
 {
-	static const char *const names[] = {"tx", "rx", "link", "rank",
-					    "host"};
+	static const char *const names[] = {"tx", "rx", "link", "rank", "host"};
 
 	return role <= C4M_ROLE_HOST ? names[role] : "unknown";
+}
+
+/*
+ * Write a one-line account of event e for an operator into buf (len
+ * bytes, always terminated): what is wrong, where, the evidence and what
+ * to do. Returns the length snprintf reports (>= len: truncated), or -1.
+ */
+int
+matrix_event_describe(const struct c4m_event *e, char *buf, size_t len)
+{
+	const struct c4m_suspect *s = e->nsuspects ? &e->suspects[0] : NULL;
+	const char *act =
+	        e->action == C4M_ACT_ISOLATE_HOST  ? "isolate host"
+	        : e->action == C4M_ACT_CHECK_LINK  ? "check the path from host"
+	        : e->action == C4M_ACT_INVESTIGATE ? "investigate host"
+	                                           : "watch host";
+	char where[96] = "";
+
+	if (buf == NULL || len == 0)
+		return -1;
+	if (s != NULL && s->role == C4M_ROLE_LINK)
+		snprintf(where, sizeof(where),
+		         "host %u nic %u port %u -> host %u nic %u port %u",
+		         s->host, s->nic, s->port, s->peer_host, s->peer_nic,
+		         s->peer_port);
+	else if (s != NULL &&
+	         (s->role == C4M_ROLE_TX || s->role == C4M_ROLE_RX))
+		snprintf(where, sizeof(where), "host %u nic %u port %u %s",
+		         s->host, s->nic, s->port, matrix_role_name(s->role));
+	else if (s != NULL)
+		snprintf(where, sizeof(where), "host %u gpu %u (rank %u)",
+		         s->host, s->gpu, s->rank);
+	switch (e->kind) {
+	case C4M_EV_COMM_HANG:
+	case C4M_EV_NONCOMM_HANG:
+		return snprintf(buf, len,
+		                "%s %s: %s at op %" PRIu64
+		                ", no progress for %.0f intervals%s; %s %u",
+		                matrix_kind_name(e->kind),
+		                matrix_state_name(e->state), where, e->hang_seq,
+		                e->score, e->ambiguous ? " (ambiguous)" : "",
+		                act, e->isolate_host);
+	case C4M_EV_NODE_LOST:
+		return snprintf(buf, len,
+		                "node-lost %s: host %u silent for %.0f "
+		                "intervals; %s %u",
+		                matrix_state_name(e->state), e->isolate_host,
+		                e->score, act, e->isolate_host);
+	default:
+		return snprintf(buf, len,
+		                "%s %s: %s %.2fx slower than its baseline "
+		                "(z %.1f, %u cells, intervals %" PRIu64
+		                "-%" PRIu64 ", confidence %.2f%s); %s %u",
+		                matrix_kind_name(e->kind),
+		                matrix_state_name(e->state), where, e->slowdown,
+		                e->score, e->ncells_total, e->first_interval,
+		                e->last_interval, e->confidence,
+		                e->ambiguous ? ", pattern ambiguous" : "", act,
+		                e->isolate_host);
+	}
 }

@@ -10,13 +10,13 @@
 
 #include "c4matrix.h"
 
-#define HMAP_EMPTY    UINT64_MAX /* a key never used */
-#define HMAP_MIN_CAP  16u
-#define NO_IDX	      UINT32_MAX
-#define EP_NET_FLAG   (1ull << 63) /* endpoint key: NIC port, else GPU */
+#define HMAP_EMPTY   UINT64_MAX /* a key never used */
+#define HMAP_MIN_CAP 16u
+#define NO_IDX       UINT32_MAX
+#define EP_NET_FLAG  (1ull << 63) /* endpoint key: NIC port, else GPU */
 #define CELL_KEY(c, a, s, d)                                                   \
-	(((uint64_t)(c) << 41) | ((uint64_t)(a) << 38) | ((uint64_t)(s) << 19) | \
-	 (uint64_t)(d))
+	(((uint64_t)(c) << 41) | ((uint64_t)(a) << 38) |                       \
+	 ((uint64_t)(s) << 19) | (uint64_t)(d))
 
 /* mem.c: counted allocation, so benchmarks can report the engine's memory. */
 void *mem_alloc(size_t size);
@@ -42,10 +42,10 @@ uint64_t hmap_mix(uint64_t x);
 
 struct host {
 	uint32_t host;
-	uint32_t dev; /* first device registered on it */
+	uint32_t dev;       /* first device registered on it */
 	uint64_t last_seen; /* interval + 1; 0 = never */
-	uint64_t added;	    /* interval count when first registered */
-	uint8_t heard;	    /* heard from in the current interval */
+	uint64_t added;     /* interval count when first registered */
+	uint8_t heard;      /* heard from in the current interval */
 	uint8_t lost;
 };
 
@@ -55,8 +55,8 @@ struct dev {
 	uint16_t gpu;
 	uint16_t nic;
 	uint8_t port;
-	uint8_t blocked; /* entered > done on some comm this interval */
-	uint64_t blk_iv; /* interval blocked was computed for */
+	uint8_t blocked;   /* entered > done on some comm this interval */
+	uint64_t blk_iv;   /* interval blocked was computed for */
 	uint64_t ref_comm; /* a (comm, rank) naming this device */
 	uint32_t ref_rank;
 	uint32_t ep_net; /* NIC port endpoint */
@@ -65,11 +65,10 @@ struct dev {
 
 /* Per-interval aggregate of one side (row or column) of an endpoint. */
 struct side {
-	uint64_t iv; /* interval + 1 the counters belong to */
-	uint32_t n;  /* cells sampled */
-	uint32_t ncons; /* cells consistent with the hottest one */
+	uint16_t n;     /* links sampled */
+	uint16_t ncons; /* links consistent with the hottest one */
 	float rmax;
-	float sum_r; /* over consistent cells */
+	float sum_r; /* over consistent links */
 	float sum_z;
 	uint8_t status;
 };
@@ -87,12 +86,11 @@ struct crank {
 	uint64_t enter;
 	uint64_t done;
 	uint64_t seen_iv; /* interval + 1 of the last summary */
-	float gbase;	  /* gap, log, relative to the comm median */
+	float gbase;      /* gap, log, relative to the comm median */
 	uint8_t gwarm;
-	uint8_t has;	  /* usable stats this interval */
-	float lg;	  /* log mean gap this interval */
-	float lk;	  /* log mean kernel time */
-	float lw;	  /* log wait per step, NAN when none */
+	float lg;          /* log mean gap this interval */
+	float lk;          /* log mean kernel time */
+	float lw;          /* log wait per step, NAN when none */
 	double gs, ks, ws; /* sums over this interval's summaries */
 	uint64_t gn, kn, wn;
 };
@@ -100,37 +98,45 @@ struct crank {
 struct comm {
 	uint64_t hash;
 	uint32_t nranks;
-	uint32_t *dev;	 /* per rank: device index */
+	uint32_t *dev; /* per rank: device index */
 	struct crank *rs;
 	uint64_t done_max;
 	uint32_t stall; /* consecutive intervals without completion */
 	uint8_t any_done;
 };
 
-/* A connection that has carried traffic: one cell of the sparse matrix. */
+/*
+ * A connection that has carried traffic: one cell of the sparse matrix.
+ * Its scoring state lives in struct cbase (m->cbase, same index) and its
+ * per-interval values in struct work, so the hot loops stream small
+ * arrays.
+ */
 struct cell {
 	uint64_t key;
+	uint64_t iv; /* interval + 1 of the current sample */
+	uint64_t bytes;
 	uint32_t comm;
 	uint32_t src;
 	uint32_t dst;
 	uint32_t ep_tx;
 	uint32_t ep_rx;
-	float base; /* log time per byte relative to class, clean EWMA */
-	uint8_t warm;
+	uint32_t pending;
+	uint32_t widx; /* work item of the current interval, or NO_IDX */
+	uint32_t cls;  /* its class (persistent), NO_IDX before the first */
+	uint32_t link; /* physical link (ep_tx, ep_rx) it runs over */
 	uint8_t net;
 	uint8_t algo;
 	uint8_t tr;
-	uint8_t hot;
-	uint64_t iv; /* interval + 1 of the current sample */
-	float q;     /* this interval: log ratio to class median */
-	float r;     /* q minus baseline (or q when cold) */
-	float z;
-	uint32_t pending;
-	uint64_t bytes;
-	uint32_t widx; /* work item of the current interval, or NO_IDX */
-	uint32_t cls;  /* its class (persistent), NO_IDX before the first */
-	uint8_t sc;    /* chunk size class the class was chosen for */
-	uint32_t link; /* physical link (ep_tx, ep_rx) it runs over */
+	uint16_t shape; /* size and count classes the class was chosen for */
+};
+
+/* A cell's own history: log time per byte relative to its class. */
+struct cbase {
+	float base; /* running mean, then EWMA, of clean samples */
+	float var;  /* same, of the squared innovation: the cell's own noise */
+	float cus;  /* CUSUM of z over intervals (sub-threshold evidence) */
+	float isig; /* 1 / own noise shrunk to the class (INFINITY: none) */
+	uint8_t warm;
 };
 
 /*
@@ -141,45 +147,80 @@ struct cell {
 struct link {
 	uint32_t ep_tx;
 	uint32_t ep_rx;
-	uint64_t iv; /* interval + 1 of the sums below */
-	uint32_t k;  /* cells this interval */
-	uint32_t ncold;
-	uint32_t nhot;
-	uint32_t best; /* cell with the largest r */
-	float sum_r;
-	float sum_z;
-	float r;
-	float z;
+	uint32_t stamp; /* low bits of interval + 1 of the sums below */
+	uint32_t best;  /* cell with the largest r */
+	uint16_t k;     /* cells this interval */
+	uint16_t ncold;
+	uint16_t nhot;
+	uint16_t nacc; /* cells hot by accumulated evidence */
 	uint8_t hot;
+	uint8_t elevated;    /* r >= min_slowdown / 2: may matter for a side */
+	uint8_t on_hot_side; /* set by the verdicts for elevated links */
+	uint8_t cand;        /* has a cell at >= min_slowdown / 2 or hot */
+	float best_r;
+	float best_z;
+	float r; /* sum, then mean, of the cells' r */
+	float z; /* sum, then combined, of the cells' z */
 };
 
-/* Per-interval work item of the comm-slow detector. */
+/* Per-interval work item of the comm-slow detector (one sampled cell). */
 struct work {
 	uint32_t cell;
 	uint32_t cls;
-	double tsum; /* sum of median chunk time x chunks */
-	double bsum; /* sum of bytes */
-	float lx;    /* log time per byte */
+	uint32_t link;
+	union { /* the sums until scored, then the scores (28-byte items) */
+		struct {
+			float tsum; /* sum of median chunk time x chunks */
+			float bsum; /* sum of bytes */
+		};
+		struct {
+			float q; /* log time per byte minus the class level */
+			float r; /* q minus the baseline, centered */
+		};
+	};
+	float z;
+	uint8_t hot;
+	uint8_t acc; /* hot by accumulated (CUSUM) evidence */
 };
 
 struct cls {
 	uint64_t key;
-	uint64_t iv; /* interval + 1 the counters belong to */
+	uint64_t iv;   /* interval + 1 the counters belong to */
+	uint32_t step; /* statistics from every step-th sample */
+	uint32_t cnt;
 	uint32_t n;
 	uint32_t off;
 	uint32_t fill;
 	uint32_t parent; /* pooled class when this one is too small */
-	float med;
+	float med;       /* class level: median of (log time per byte - base) */
+	float medr;      /* this interval's shift of the level */
 	float sig;
+	float isig; /* 1 / sig */
+	uint8_t have_med;
 };
 
 /* A tracked candidate anomaly (persist.c). */
+/*
+ * Where a candidate's culprit is observed, so an open event resolves only
+ * on clean observations, never because its traffic stopped.
+ */
+enum probe_kind { PROBE_NONE = 0, PROBE_LINK, PROBE_SIDE, PROBE_RANK };
+
+struct probe {
+	uint8_t kind;
+	uint32_t a; /* link, endpoint or communicator index */
+	uint32_t b; /* side (0 tx, 1 rx) or rank */
+};
+
 struct track {
 	uint64_t key;
-	uint32_t hist; /* bit 0 = current interval */
+	struct probe probe;
+	uint32_t hist;   /* bit 0 = current interval */
+	uint32_t strong; /* intervals whose evidence was strong */
 	uint8_t open;
 	uint8_t seen;
-	uint8_t immediate; /* hangs/lost nodes carry their own timeout */
+	uint8_t immediate;  /* hangs/lost nodes carry their own timeout */
+	uint8_t acc_strong; /* strong by accumulated evidence this interval */
 	uint8_t live;
 	double reported_slowdown;
 	uint32_t hits_r;
@@ -211,17 +252,19 @@ struct matrix {
 	struct hmap cell_map;
 	struct cell *cells;
 	uint32_t ncells, ccells;
+	struct cbase *cbase;
+	uint32_t ccbase;
 
 	struct hmap link_map;
 	struct link *links;
 	uint32_t nlinks, clinks;
-	uint32_t *lwork; /* links sampled this interval */
+	uint32_t *lwork; /* candidate links (a cell at >= min_slowdown / 2) */
 	uint32_t nlwork, caplwork;
+	uint32_t *lhot; /* the elevated ones among them */
+	uint32_t nlhot, caplhot;
 
 	struct work *work;
 	uint32_t nwork, cwork;
-	uint32_t *order;
-	uint32_t corder;
 	float *scratch;
 	uint32_t cscratch;
 	struct hmap cls_map; /* persistent: (comm, transport, size) -> class */
@@ -233,8 +276,11 @@ struct matrix {
 	uint32_t nhint, chint;
 	uint64_t last_comm; /* one-entry cache of comm_map */
 	uint32_t last_ci;
-	float lmin;  /* log(min_slowdown) */
-	float lcold; /* log(cold_slowdown) */
+	float lmin;             /* log(min_slowdown) */
+	float lcold;            /* log(cold_slowdown) */
+	float lelev;            /* elev_frac x log(min_slowdown) */
+	float inv[C4M_INV_MAX]; /* EWMA weight after n clean samples */
+	uint32_t inv_len;
 
 	struct hmap trk_map;
 	struct track *trk;
@@ -250,7 +296,7 @@ struct matrix {
 /* matrix.c helpers used by the detectors */
 uint32_t matrix_ep_dev(const struct matrix *m, uint32_t ep);
 void matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s,
-			uint32_t dev, unsigned role);
+                        uint32_t dev, unsigned role);
 float matrix_median(float *v, uint32_t n);
 int matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci);
 
@@ -266,8 +312,10 @@ int wait_detect(struct matrix *m);
 int hang_detect(struct matrix *m);
 
 /* persist.c: candidates, persistence, event lifecycle */
+#define PERSIST_IMMEDIATE 1 /* open at once (the detector timed it) */
+#define PERSIST_STRONG    2 /* strong evidence whatever the score */
 int persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
-		    int immediate);
+                    unsigned flags, const struct probe *pr);
 int persist_finish(struct matrix *m);
 uint64_t persist_key(unsigned kind, uint64_t a, uint64_t b);
 void persist_free(struct matrix *m);

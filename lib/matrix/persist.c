@@ -2,8 +2,12 @@
  * persist.c: candidates become events. Every detector reports candidate
  * anomalies per interval under a key naming the kind and the culprit; this
  * layer keeps a short history per key and decides: OPEN when the candidate
- * was seen in persist_k of the last persist_n intervals (at once for hangs
- * and lost nodes, whose detectors apply their own timeout), UPDATED when
+ * was seen with strong evidence (score >= z_strong) in persist_k of the
+ * last persist_n intervals, or at all in weak_k of the last weak_n (at
+ * once for hangs and lost nodes, whose detectors apply their own
+ * timeout). Weak evidence waits longer because among hundreds of
+ * thousands of links a z of 4 to 6 twice in a row happens by chance; a
+ * real fault keeps it up. UPDATED when
  * the slowdown moved by update_delta, RESOLVED after resolve_n clean
  * intervals. One key has at most one open event; the event id is the key.
  */
@@ -17,11 +21,12 @@ uint64_t
 persist_key(unsigned kind, uint64_t a, uint64_t b)
 {
 	uint64_t k = hmap_mix(hmap_mix((uint64_t)kind * 0x100000001b3ull ^ a) ^
-			      (b * 0x9e3779b97f4a7c15ull + 1));
+	                      (b * 0x9e3779b97f4a7c15ull + 1));
 
 	return k == HMAP_EMPTY ? k - 1 : k;
 }
 
+/* Fold a second observation e of one key into dst (cells, score). */
 static void
 persist_merge(struct c4m_event *dst, const struct c4m_event *e)
 {
@@ -53,19 +58,21 @@ persist_merge(struct c4m_event *dst, const struct c4m_event *e)
 /*
  * Record candidate e under key for the current interval. Several
  * observations of one key in an interval are merged (cells, strongest
- * score, mean log slowdown). immediate: open without waiting for
- * persistence. Returns 0 or -1 on memory exhaustion.
+ * score, mean log slowdown). flags: PERSIST_IMMEDIATE opens without
+ * waiting for persistence; PERSIST_STRONG counts the evidence as strong
+ * (accumulated over intervals). pr (or NULL) says where the culprit is
+ * observed. Returns 0 or -1 on memory exhaustion.
  */
 int
 persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
-		int immediate)
+                unsigned flags, const struct probe *pr)
 {
 	struct track *t;
 	uint32_t idx;
 
 	if (hmap_get(&m->trk_map, key, &idx) < 0) {
 		if (mem_grow((void **)&m->trk, &m->ctrk, m->ntrk + 1,
-			     sizeof(*m->trk)) < 0)
+		             sizeof(*m->trk)) < 0)
 			return -1;
 		if (hmap_put(&m->trk_map, key, m->ntrk) < 0)
 			return -1;
@@ -76,7 +83,11 @@ persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
 		t->live = 1;
 	}
 	t = &m->trk[idx];
-	t->immediate = (uint8_t)immediate;
+	t->immediate = (flags & PERSIST_IMMEDIATE) != 0;
+	if (flags & PERSIST_STRONG)
+		t->acc_strong = 1;
+	if (pr != NULL)
+		t->probe = *pr;
 	if (!t->seen) {
 		uint64_t first = t->ev.first_interval;
 		uint8_t state = t->ev.state;
@@ -108,11 +119,32 @@ persist_popcount(uint32_t x)
 	return n;
 }
 
+/* Was the culprit of track t observed (clean or not) this interval? */
+static int
+persist_sampled(const struct matrix *m, const struct track *t)
+{
+	const struct probe *pr = &t->probe;
+	uint32_t stamp = (uint32_t)(m->iv + 1);
+
+	switch (pr->kind) {
+	case PROBE_LINK:
+		return m->links[pr->a].stamp == stamp;
+	case PROBE_SIDE:
+		return m->eps[pr->a].sd[pr->b].n > 0; /* reset each interval */
+	case PROBE_RANK: {
+		const struct crank *rs = &m->comms[pr->a].rs[pr->b];
+
+		return rs->seen_iv == m->iv + 1 && rs->gn > 0 && rs->kn > 0;
+	}
+	}
+	return 1;
+}
+
 static int
 persist_emit(struct matrix *m, const struct track *t, unsigned state)
 {
-	if (mem_grow((void **)&m->out, &m->cout, m->nout + 1,
-		     sizeof(*m->out)) < 0)
+	if (mem_grow((void **)&m->out, &m->cout, m->nout + 1, sizeof(*m->out)) <
+	    0)
 		return -1;
 	m->out[m->nout] = t->ev;
 	m->out[m->nout].state = (uint8_t)state;
@@ -130,6 +162,7 @@ persist_finish(struct matrix *m)
 {
 	const struct c4m_params *p = &m->p;
 	uint32_t nmask = (1u << p->persist_n) - 1;
+	uint32_t wmask = (1u << p->weak_n) - 1;
 	uint32_t rmask = (1u << p->resolve_n) - 1;
 	uint32_t i, j;
 
@@ -137,22 +170,34 @@ persist_finish(struct matrix *m)
 		struct track *t = &m->trk[i];
 		unsigned hits;
 
+		if (t->open && !t->seen && !t->immediate &&
+		    !persist_sampled(m, t))
+			continue; /* no data on the culprit: hold, no verdict */
+
 		t->hist = (t->hist << 1) | t->seen;
+		t->strong = (t->strong << 1) |
+		            (t->seen &&
+		             (t->ev.score >= p->z_strong || t->acc_strong));
+		t->acc_strong = 0;
 		hits = persist_popcount(t->hist & nmask);
 		if (t->seen) {
 			t->ev.slowdown = exp(t->sum_r / t->hits_r);
 			t->ev.last_interval = m->iv;
 			if (!t->immediate)
-				t->ev.confidence = fmin(
-					0.99, 1.0 - exp(-(double)hits *
-							t->ev.score /
-							(2.0 * p->z_min)));
+				t->ev.confidence =
+				        fmin(0.99, 1.0 - exp(-(double)hits *
+				                             t->ev.score /
+				                             (2.0 * p->z_min)));
 		}
 		if (!t->open) {
-			if (t->seen && (t->immediate || hits >= p->persist_k)) {
+			if (t->seen &&
+			    (t->immediate ||
+			     persist_popcount(t->strong & nmask) >=
+			             p->persist_k ||
+			     persist_popcount(t->hist & wmask) >= p->weak_k)) {
 				unsigned b, old = 0;
 
-				for (b = 0; b < p->persist_n; b++)
+				for (b = 0; b < p->weak_n; b++)
 					if (t->hist & (1u << b))
 						old = b;
 				t->open = 1;
@@ -161,7 +206,7 @@ persist_finish(struct matrix *m)
 				if (persist_emit(m, t, C4M_ST_OPEN) < 0)
 					return -1;
 				t->ev.state = C4M_ST_OPEN;
-			} else if ((t->hist & nmask) == 0) {
+			} else if ((t->hist & (nmask | wmask)) == 0) {
 				t->live = 0;
 			}
 		} else if (t->seen) {

@@ -55,7 +55,8 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 		if (s->seq_enter > s->seq_done)
 			d->blocked = 1;
 		if (s->nops == 0 || s->gap.count == 0 || s->kernel.count == 0 ||
-		    !(s->gap.sum > 0) || !(s->kernel.sum > 0))
+		    !(s->gap.sum > 0) || !(s->kernel.sum > 0) ||
+		    !isfinite(s->gap.sum) || !isfinite(s->kernel.sum))
 			continue;
 		rs->gs += s->gap.sum;
 		rs->gn += s->gap.count;
@@ -72,40 +73,28 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 		rs = &m->comms[ci].rs[w->rank];
 		if (rs->seen_iv != m->iv + 1)
 			continue;
+		if (!isfinite(w->recv_wait_us + w->send_peer_wait_us))
+			continue;
 		rs->ws += w->recv_wait_us + w->send_peer_wait_us;
 		rs->wn += w->nsteps;
-	}
-	/* turn this interval's sums into log means (only touched members) */
-	for (i = 0; i < in->ncoll; i++) {
-		struct crank *rs;
-
-		if (matrix_comm_find(m, in->coll[i].comm, &ci) < 0 ||
-		    in->coll[i].rank >= m->comms[ci].nranks)
-			continue;
-		rs = &m->comms[ci].rs[in->coll[i].rank];
-		rs->has = rs->gn > 0 && rs->kn > 0;
-		if (rs->has) {
-			rs->lg = (float)log(rs->gs / (double)rs->gn);
-			rs->lk = (float)log(rs->ks / (double)rs->kn);
-		}
-		rs->lw = rs->wn > 0 && rs->ws > 0
-				 ? (float)log(rs->ws / (double)rs->wn)
-				 : NAN;
 	}
 	return 0;
 }
 
+/* Did this member report usable gap and kernel stats this interval? */
 static int
 wait_fresh(const struct matrix *m, const struct crank *rs)
 {
-	return rs->seen_iv == m->iv + 1 && rs->has;
+	return rs->seen_iv == m->iv + 1 && rs->gn > 0 && rs->kn > 0;
 }
 
+/* Non-communication slow candidate for rank of c (per device key). */
 static int
 wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
-	     float z)
+             float z)
 {
 	struct c4m_event e;
+	struct probe pr;
 	uint32_t dev = c->dev[rank];
 	const struct dev *d = &m->devs[dev];
 
@@ -126,9 +115,45 @@ wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
 	e.score = z;
 	e.action = C4M_ACT_ISOLATE_HOST;
 	e.isolate_host = d->host;
-	return persist_observe(
-		m, persist_key(C4M_EV_NONCOMM_SLOW, ((uint64_t)d->host << 16) | d->gpu, 0),
-		&e, 0);
+	pr.kind = PROBE_RANK;
+	pr.a = (uint32_t)(c - m->comms);
+	pr.b = rank;
+	return persist_observe(m,
+	                       persist_key(C4M_EV_NONCOMM_SLOW,
+	                                   ((uint64_t)d->host << 16) | d->gpu,
+	                                   0),
+	                       &e, 0, &pr);
+}
+
+/*
+ * Medians of log kernel time and log wait per step over the members that
+ * reported this interval (*medw NAN when too few reported waits), taking
+ * the members' logs on the way. Uses the second half of m->scratch,
+ * leaving the first to the caller.
+ */
+static void
+wait_medians(struct matrix *m, struct comm *c, float *medk, float *medw)
+{
+	float *v = m->scratch + c->nranks;
+	uint32_t r, n = 0;
+
+	for (r = 0; r < c->nranks; r++) {
+		struct crank *rs = &c->rs[r];
+
+		if (!wait_fresh(m, rs))
+			continue;
+		rs->lk = logf((float)(rs->ks / (double)rs->kn));
+		rs->lw = rs->wn > 0 && rs->ws > 0
+		                 ? logf((float)(rs->ws / (double)rs->wn))
+		                 : NAN;
+		v[n++] = rs->lk;
+	}
+	*medk = matrix_median(v, n);
+	n = 0;
+	for (r = 0; r < c->nranks; r++)
+		if (wait_fresh(m, &c->rs[r]) && !isnan(c->rs[r].lw))
+			v[n++] = c->rs[r].lw;
+	*medw = n >= m->p.min_group ? matrix_median(v, n) : NAN;
 }
 
 /*
@@ -144,24 +169,19 @@ wait_comm(struct matrix *m, struct comm *c)
 	float *v = m->scratch;
 	float medg, medk, medw = NAN, medr, mad, sig;
 	float clean = m->lmin;
-	uint32_t r, n = 0, nw = 0;
+	uint32_t r, n = 0;
 
-	for (r = 0; r < c->nranks; r++)
-		if (wait_fresh(m, &c->rs[r]))
-			v[n++] = c->rs[r].lg;
+	for (r = 0; r < c->nranks; r++) {
+		struct crank *rs = &c->rs[r];
+
+		if (!wait_fresh(m, rs))
+			continue;
+		rs->lg = logf((float)(rs->gs / (double)rs->gn));
+		v[n++] = rs->lg;
+	}
 	if (n < p->min_group || n * 2 < c->nranks)
 		return 0;
 	medg = matrix_median(v, n);
-	n = 0;
-	for (r = 0; r < c->nranks; r++)
-		if (wait_fresh(m, &c->rs[r]))
-			v[n++] = c->rs[r].lk;
-	medk = matrix_median(v, n);
-	for (r = 0; r < c->nranks; r++)
-		if (wait_fresh(m, &c->rs[r]) && !isnan(c->rs[r].lw))
-			v[nw++] = c->rs[r].lw;
-	if (nw >= p->min_group)
-		medw = matrix_median(v, nw);
 	n = 0;
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
@@ -177,6 +197,7 @@ wait_comm(struct matrix *m, struct comm *c)
 		v[r] = fabsf(v[r] - medr);
 	mad = matrix_median(v, n);
 	sig = fmaxf(1.4826f * mad, (float)p->sigma_floor);
+	medk = NAN; /* kernel and wait medians only when a gap stands out */
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
 		int warm = rs->gwarm >= p->warm_intervals, hot;
@@ -188,12 +209,12 @@ wait_comm(struct matrix *m, struct comm *c)
 		x = (warm ? q - rs->gbase : q) - medr;
 		z = x / sig;
 		if (warm)
-			hot = x >= m->lmin &&
-			      z >= (float)p->z_min;
+			hot = x >= m->lmin && z >= (float)p->z_min;
 		else
-			hot = x >= m->lcold &&
-			      z >= (float)p->cold_z_min;
+			hot = x >= m->lcold && z >= (float)p->cold_z_min;
 		/* the culprit waits least: short kernels, little wait */
+		if (hot && isnan(medk))
+			wait_medians(m, c, &medk, &medw);
 		if (hot && rs->lk > medk)
 			hot = 0;
 		if (hot && !isnan(medw) && !isnan(rs->lw) && rs->lw > medw)
@@ -205,10 +226,10 @@ wait_comm(struct matrix *m, struct comm *c)
 		}
 		if (warm && x >= clean)
 			continue;
-		if (rs->gwarm == 0)
-			rs->gbase = q;
-		else
-			rs->gbase += (float)p->base_alpha * (q - rs->gbase);
+		/* a clean sample: a running mean first, then an EWMA */
+		rs->gbase += (rs->gwarm < m->inv_len ? m->inv[rs->gwarm]
+		                                     : (float)p->base_alpha) *
+		             (q - rs->gbase);
 		if (rs->gwarm < UINT8_MAX)
 			rs->gwarm++;
 	}
@@ -224,8 +245,8 @@ wait_detect(struct matrix *m)
 	for (ci = 0; ci < m->ncomms; ci++)
 		if (m->comms[ci].nranks > maxn)
 			maxn = m->comms[ci].nranks;
-	if (mem_grow((void **)&m->scratch, &m->cscratch, maxn + 1,
-		     sizeof(*m->scratch)) < 0)
+	if (mem_grow((void **)&m->scratch, &m->cscratch, 2 * maxn + 1,
+	             sizeof(*m->scratch)) < 0)
 		return -1;
 	for (ci = 0; ci < m->ncomms; ci++) {
 		if (m->comms[ci].nranks < m->p.min_group)

@@ -34,6 +34,19 @@
 #define SCEN_EP_SIZE	   8
 #define SCEN_MAX_DEV_COMMS 6 /* communicators one device belongs to */
 
+/* bandwidths and sizes of the model (bytes, microseconds) */
+#define SCEN_NVLINK_US_PER_B (1.0 / 150e3) /* 150 GB/s */
+#define SCEN_NET_US_PER_B    (1.0 / 23e3)  /* ~190 Gbit/s effective */
+#define SCEN_RING_CHUNK	     (512u << 10)
+#define SCEN_TREE_CHUNK	     (128u << 10)
+#define SCEN_P2P_CHUNK	     (1u << 20)
+#define SCEN_EP_CHUNK	     (256u << 10)
+#define SCEN_NVL_CHUNK	     (256u << 10)
+#define SCEN_LAUNCH_US	     20.0 /* gap floor between collectives */
+#define SCEN_INTERVAL_NS     10000000000ll
+#define SCEN_MAX_PHASES	     4
+#define SCEN_SNAPSHOT_SKEW   0.3 /* share of ranks inside an op at a cut */
+
 enum scen_layout {
 	SCEN_L_TP_DP = 0, /* TP=8 in host (NVLink ring), DP rails ring+tree */
 	SCEN_L_TP_PP_DP,  /* TP=8, PP=4 stages (send/recv), DP ring+tree */
@@ -125,5 +138,12 @@ const char *scen_layout_name(unsigned layout);
 const char *scen_fault_name(unsigned kind);
 int scen_layout_parse(const char *name);
 int scen_fault_parse(const char *name);
+
+/* score.c */
+int score_expected_kind(unsigned base);
+int score_names(const struct c4m_suspect *s, const struct scen_fault *f);
+int score_matches(const struct c4m_event *e, uint64_t iv,
+		  const struct scen_fault *f);
+int score_top1(const struct c4m_event *e, const struct scen_fault *f);
 
 #endif /* C4SCENARIO_H */

@@ -33,6 +33,7 @@ rng_rotl(uint64_t x, int k)
 	return (x << k) | (x >> (64 - k));
 }
 
+/* xoshiro256**: the next 64 random bits. */
 uint64_t
 rng_next(struct rng *r)
 {

@@ -8,19 +8,6 @@
 
 #include "scen_int.h"
 
-/* bandwidths and sizes of the model (bytes, microseconds) */
-#define SCEN_NVLINK_US_PER_B (1.0 / 150e3) /* 150 GB/s */
-#define SCEN_NET_US_PER_B    (1.0 / 23e3)  /* ~190 Gbit/s effective */
-#define SCEN_RING_CHUNK	     (512u << 10)
-#define SCEN_TREE_CHUNK	     (128u << 10)
-#define SCEN_P2P_CHUNK	     (1u << 20)
-#define SCEN_EP_CHUNK	     (256u << 10)
-#define SCEN_NVL_CHUNK	     (256u << 10)
-#define SCEN_LAUNCH_US	     20.0 /* gap floor between collectives */
-#define SCEN_INTERVAL_NS     10000000000ll
-#define SCEN_MAX_PHASES	     4
-#define SCEN_SNAPSHOT_SKEW   0.3 /* share of ranks inside an op at a cut */
-
 struct sdev {
 	uint32_t host;
 	uint16_t gpu;
@@ -138,6 +125,8 @@ scen_fault_parse(const char *name)
 	return -1;
 }
 
+/* Defaults: 64 ranks, tp8-dp, 8 steps per interval, the noise of c4scenario.h.
+ */
 void
 scen_params_default(struct scen_params *p)
 {
@@ -159,6 +148,7 @@ scen_params_default(struct scen_params *p)
 	p->noise.clock_offset_s = 2.0;
 }
 
+/* Grow *p to hold need elements of elem bytes (doubling). 0 or -1. */
 static int
 scen_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
@@ -265,6 +255,11 @@ scen_conn_find(struct scen *s, uint32_t ci, uint32_t src, uint32_t dst,
 	return 0;
 }
 
+/*
+ * Add connection src -> dst of comm ci with algo, once per (src, dst,
+ * algo) (channel sets merge), with a static heterogeneity factor drawn
+ * now. Transport follows placement: NVLink inside a host, else network.
+ */
 static int
 scen_conn_add(struct scen *s, uint32_t ci, uint32_t src, uint32_t dst,
 	      uint8_t algo, uint64_t channels, uint32_t chunk,
@@ -349,6 +344,7 @@ scen_tree(struct scen *s, uint32_t ci, const uint32_t *ranks, uint32_t n,
 	return 0;
 }
 
+/* Tensor parallel: one comm per host over its 8 GPUs, NVLink ring (+ mesh). */
 static int
 scen_tp(struct scen *s, uint8_t phase, int mesh)
 {
@@ -407,6 +403,7 @@ out:
 	return rc;
 }
 
+/* TP, then PP send/recv pairs between 4 stages, then DP inside each stage. */
 static int
 scen_layout_pp(struct scen *s)
 {
@@ -439,6 +436,11 @@ scen_layout_pp(struct scen *s)
 	return 0;
 }
 
+/*
+ * One DP comm over all ranks: 8 channels, channel c's ring runs through
+ * the GPUs of each host over NVLink and leaves it from a different GPU's
+ * NIC; one tree over hosts per channel on NIC c.
+ */
 static int
 scen_layout_flat(struct scen *s)
 {
@@ -482,6 +484,7 @@ out:
 	return rc;
 }
 
+/* TP mesh, expert all-to-all in groups of 8 hosts per rail, DP rails. */
 static int
 scen_layout_ep(struct scen *s)
 {
@@ -509,6 +512,7 @@ scen_layout_ep(struct scen *s)
 	return scen_dp(s, 2, 0, s->nhosts, 1);
 }
 
+/* Build the communicators and connections of the chosen layout. */
 static int
 scen_build(struct scen *s)
 {
@@ -591,6 +595,7 @@ fail:
 	return NULL;
 }
 
+/* Free a job; NULL is fine. */
 void
 scen_free(struct scen *s)
 {
@@ -705,6 +710,7 @@ scen_intermittent_mask(struct rng *r)
 	return mask;
 }
 
+/* A random network connection, or NULL when the job has none. */
 static const struct sconn *
 scen_pick_net_conn(struct scen *s)
 {
@@ -829,6 +835,7 @@ scen_conn_fault(const struct scen *s, const struct sconn *x, uint32_t iv)
 	return f;
 }
 
+/* Compute slowdown of device dev in interval iv from active faults. */
 static double
 scen_gpu_fault(const struct scen *s, uint32_t dev, uint32_t iv)
 {
@@ -846,6 +853,7 @@ scen_gpu_fault(const struct scen *s, uint32_t dev, uint32_t iv)
 	return f;
 }
 
+/* 1 when a hang or node loss is active in interval iv. */
 static int
 scen_hang_at(const struct scen *s, uint32_t iv)
 {
@@ -875,6 +883,7 @@ scen_acc_reset(struct sacc *a)
 	a->kmin = a->gmin = INFINITY;
 }
 
+/* Account one collective of a member: kernel, gap, waits. */
 static void
 scen_acc_add(struct sacc *a, double kernel, double gap, double recv,
 	     double peer)
@@ -1016,6 +1025,7 @@ scen_hang_freeze(struct scen *s, const struct scen_fault *f)
 	free(inS);
 }
 
+/* Stats from n samples' sum, min, max and log moments (lognormal quantiles). */
 static void
 scen_stats(struct c4m_stats *st, uint32_t n, double sum, double mn, double mx,
 	   double lsum, double l2)

@@ -22,10 +22,10 @@ static void
 usage(void)
 {
 	fprintf(stderr,
-		"usage: c4scenario [-n ranks] [-l layout] [-i intervals] "
-		"[-s seed]\n"
-		"                  [-f kind[:slowdown[:start]]]... [-d] [-q]\n"
-		"layouts:");
+	        "usage: c4scenario [-n ranks] [-l layout] [-i intervals] "
+	        "[-s seed]\n"
+	        "                  [-f kind[:slowdown[:start]]]... [-d] [-q]\n"
+	        "layouts:");
 	for (int i = 0; i < SCEN_L_COUNT; i++)
 		fprintf(stderr, " %s", scen_layout_name((unsigned)i));
 	fprintf(stderr, "\nfaults:");
@@ -54,7 +54,10 @@ static void
 print_event(const struct c4m_event *e)
 {
 	unsigned i;
+	char why[256];
 
+	if (matrix_event_describe(e, why, sizeof(why)) >= 0)
+		printf("why: %s\n", why);
 	printf("event %016" PRIx64 " %s %s iv=%" PRIu64 "..%" PRIu64
 	       " slowdown=%.3f score=%.1f conf=%.2f cells=%u%s action=%u "
 	       "isolate=%u\n",
@@ -65,7 +68,7 @@ print_event(const struct c4m_event *e)
 	for (i = 0; i < e->nsuspects; i++) {
 		const struct c4m_suspect *s = &e->suspects[i];
 
-		printf("  suspect %s host %u gpu %u nic %u", 
+		printf("  suspect %s host %u gpu %u nic %u",
 		       matrix_role_name(s->role), s->host, s->gpu, s->nic);
 		if (s->role == C4M_ROLE_LINK)
 			printf(" -> host %u gpu %u nic %u", s->peer_host,
@@ -94,8 +97,8 @@ dump(const struct c4m_input *in)
 		       "bytes=%" PRIu64 " chunks=%" PRIu64 " p50=%.2f "
 		       "pending=%u\n",
 		       in->interval, in->conn[i].comm, in->conn[i].src,
-		       in->conn[i].dst, in->conn[i].transport,
-		       in->conn[i].algo, in->conn[i].bytes, in->conn[i].chunks,
+		       in->conn[i].dst, in->conn[i].transport, in->conn[i].algo,
+		       in->conn[i].bytes, in->conn[i].chunks,
 		       in->conn[i].xfer.p50, in->conn[i].pending);
 }
 
@@ -149,7 +152,7 @@ main(int argc, char **argv)
 	m = matrix_new(NULL);
 	if (s == NULL || m == NULL || scen_register(s, m) < 0) {
 		fprintf(stderr, "c4scenario: cannot build the job (ranks must "
-				"be a multiple of 8, enough for the layout)\n");
+		                "be a multiple of 8, enough for the layout)\n");
 		goto out;
 	}
 	for (int i = 0; i < nf; i++) {
@@ -160,7 +163,7 @@ main(int argc, char **argv)
 
 		if (kind == NULL || scen_fault_parse(kind) <= 0 ||
 		    scen_add_fault(s, (unsigned)scen_fault_parse(kind), slow,
-				   start, &f) < 0)
+		                   start, &f) < 0)
 			usage();
 		printf("truth %s base=%s slowdown=%.2f start=%u host %u gpu %u "
 		       "-> host %u gpu %u mask=%08x\n",

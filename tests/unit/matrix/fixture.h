@@ -1,0 +1,145 @@
+/*
+ * fixture.h: hand-built inputs for the lib/matrix unit tests. A tiny job
+ * of N hosts with one GPU and one NIC port each; every test builds its
+ * connections and per-interval summaries here, with a small deterministic
+ * jitter so robust spreads are not zero.
+ */
+#ifndef FIXTURE_H
+#define FIXTURE_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "c4matrix.h"
+
+#define FX_MAX_CONN  256
+#define FX_MAX_RANK  64
+#define FX_CHUNK     (1u << 20)
+#define FX_CHUNKS    64
+#define FX_US_PER_MB 40.0
+
+struct fx {
+	uint64_t comm;
+	uint32_t nranks;
+	struct c4m_rank_loc loc[FX_MAX_RANK];
+	struct c4m_conn conn[FX_MAX_CONN];
+	double slow[FX_MAX_CONN]; /* factor on conn i this interval */
+	size_t nconn;
+	struct c4m_coll coll[FX_MAX_RANK];
+	struct c4m_wait wait[FX_MAX_RANK];
+	uint64_t seed;
+	double jit; /* uniform jitter amplitude (default 0.01) */
+};
+
+static inline double
+fx_jitter(struct fx *f)
+{
+	f->seed = f->seed * 6364136223846793005ull + 1442695040888963407ull;
+	return 1.0 +
+	       (f->jit > 0 ? f->jit : 0.01) *
+	               ((double)(f->seed >> 11) / (double)(1ull << 53) - 0.5);
+}
+
+/* One rank per host; ranks 0..n-1 on hosts 0..n-1, GPU 0, NIC 0. */
+static inline void
+fx_init(struct fx *f, uint32_t nranks, uint64_t comm)
+{
+	uint32_t r;
+
+	memset(f, 0, sizeof(*f));
+	f->comm = comm;
+	f->nranks = nranks;
+	f->seed = comm;
+	for (r = 0; r < nranks; r++)
+		f->loc[r].host = r;
+}
+
+static inline void
+fx_conn(struct fx *f, uint32_t src, uint32_t dst, uint8_t algo)
+{
+	struct c4m_conn *c = &f->conn[f->nconn++];
+
+	memset(c, 0, sizeof(*c));
+	c->comm = f->comm;
+	c->src = src;
+	c->dst = dst;
+	c->algo = algo;
+	c->transport = C4M_TR_NET;
+	c->channels = 1;
+}
+
+static inline void
+fx_ring(struct fx *f)
+{
+	uint32_t r;
+
+	for (r = 0; r < f->nranks; r++)
+		fx_conn(f, r, (r + 1) % f->nranks, C4M_ALGO_RING);
+}
+
+/* Heap-ordered binary tree, edges both ways. */
+static inline void
+fx_tree(struct fx *f)
+{
+	uint32_t r;
+
+	for (r = 1; r < f->nranks; r++) {
+		fx_conn(f, r, (r - 1) / 2, C4M_ALGO_TREE);
+		fx_conn(f, (r - 1) / 2, r, C4M_ALGO_TREE);
+	}
+}
+
+/* Fill this interval's transfer statistics (slow[] applied, then reset). */
+static inline void
+fx_fill(struct fx *f, struct c4m_input *in, uint64_t iv)
+{
+	size_t i;
+
+	for (i = 0; i < f->nconn; i++) {
+		struct c4m_conn *c = &f->conn[i];
+		double s = f->slow[i] > 0 ? f->slow[i] : 1.0;
+		double t = FX_US_PER_MB * s * fx_jitter(f);
+
+		c->chunks = FX_CHUNKS;
+		c->bytes = (uint64_t)FX_CHUNKS * FX_CHUNK;
+		c->pending = 0;
+		c->xfer.count = FX_CHUNKS;
+		c->xfer.p50 = t;
+		c->xfer.p90 = t * 1.3;
+		c->xfer.p99 = t * 1.8;
+		c->xfer.min = t * 0.7;
+		c->xfer.max = t * 2.5;
+		c->xfer.sum = t * FX_CHUNKS * 1.05;
+		f->slow[i] = 0;
+	}
+	memset(in, 0, sizeof(*in));
+	in->interval = iv;
+	in->conn = f->conn;
+	in->nconn = f->nconn;
+}
+
+/* Slow every connection matching (src or any, dst or any) by factor. */
+static inline void
+fx_slow(struct fx *f, int64_t src, int64_t dst, double factor)
+{
+	size_t i;
+
+	for (i = 0; i < f->nconn; i++)
+		if ((src < 0 || f->conn[i].src == (uint32_t)src) &&
+		    (dst < 0 || f->conn[i].dst == (uint32_t)dst))
+			f->slow[i] = factor;
+}
+
+/* Find the first event of kind in state among ev[0..n), or NULL. */
+static inline const struct c4m_event *
+fx_find(const struct c4m_event *ev, size_t n, unsigned kind, unsigned state)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ev[i].kind == kind && ev[i].state == state)
+			return &ev[i];
+	return NULL;
+}
+
+#endif /* FIXTURE_H */

@@ -1,0 +1,209 @@
+/*
+ * test_hang.c: hangs and lost nodes from progress markers: a rank that
+ * never enters op k, a connection that stops moving, a lost host, and a
+ * missing rank that is explained by being blocked elsewhere.
+ */
+#include <check.h>
+#include <stdlib.h>
+
+#include "c4matrix.h"
+#include "fixture.h"
+
+#define NR    8
+#define HANG  5 /* first stalled interval */
+#define STEPS 10
+
+enum scenario { NONCOMM, COMM, LOST, EXPLAINED };
+
+struct result {
+	unsigned opened[C4M_EV_COUNT];
+	struct c4m_event first[C4M_EV_COUNT];
+	uint64_t open_iv[C4M_EV_COUNT];
+};
+
+static void
+progress(struct c4m_coll *c, uint64_t comm, uint32_t rank, uint64_t done,
+         uint64_t enter, uint32_t nops)
+{
+	memset(c, 0, sizeof(*c));
+	c->comm = comm;
+	c->rank = rank;
+	c->nops = nops;
+	c->seq_done = done;
+	c->seq_enter = enter;
+	if (nops > 0) {
+		c->gap.count = c->kernel.count = nops;
+		c->gap.sum = 1000.0 * nops;
+		c->kernel.sum = 500.0 * nops;
+	}
+}
+
+/*
+ * Comm A: 8 ranks on hosts 0..7. Comm B (EXPLAINED only): ranks 0..3 on
+ * the same hosts 0..3 (think tensor parallel next to data parallel).
+ */
+static void
+run(enum scenario sc, struct result *res)
+{
+	static struct c4m_coll coll[2 * NR];
+	struct matrix *m = matrix_new(NULL);
+	struct fx f;
+	struct c4m_input in;
+	const struct c4m_event *ev;
+	size_t nev, k, n;
+	uint64_t iv, done;
+	uint32_t r;
+
+	memset(res, 0, sizeof(*res));
+	fx_init(&f, NR, 0xaaaa);
+	fx_ring(&f);
+	ck_assert_int_eq(matrix_comm_add(m, f.comm, NR, f.loc), 0);
+	ck_assert_int_eq(matrix_comm_add(m, 0xbbbb, 4, f.loc), 0);
+	for (iv = 0; iv < 10; iv++) {
+		int hung = iv >= HANG;
+
+		done = (hung ? HANG : iv + 1) * STEPS;
+		fx_fill(&f, &in, iv);
+		n = 0;
+		for (r = 0; r < NR; r++) {
+			uint64_t enter = done + (hung ? 1 : 0);
+
+			if (sc == LOST && hung && r == 2)
+				continue;
+			if (hung && (sc == NONCOMM || sc == EXPLAINED) &&
+			    r == 3)
+				enter = done; /* never entered op k */
+			progress(&coll[n++], f.comm, r, done, enter,
+			         hung ? 0 : STEPS);
+		}
+		for (r = 0; r < 4; r++) {
+			/* B: rank 3 is inside op k of B, the rest idle */
+			uint64_t enter =
+			        done + (sc == EXPLAINED && hung && r == 3);
+
+			if (sc == LOST && hung && r == 2)
+				continue;
+			progress(&coll[n++], 0xbbbb, r, done, enter,
+			         hung ? 0 : STEPS);
+		}
+		in.coll = coll;
+		in.ncoll = n;
+		if (hung) {
+			/* nothing moves; COMM: 1->2 has chunks posted */
+			for (k = 0; k < f.nconn; k++) {
+				f.conn[k].bytes = f.conn[k].chunks = 0;
+				f.conn[k].xfer.count = 0;
+				if (sc == COMM && f.conn[k].src == 1)
+					f.conn[k].pending = 4;
+			}
+			if (sc == LOST) {
+				/* host 2's agent is silent: drop its rows */
+				for (k = n = 0; k < f.nconn; k++)
+					if (f.conn[k].src != 2)
+						f.conn[n++] = f.conn[k];
+				in.nconn = n;
+			}
+		}
+		ck_assert_int_eq(matrix_analyze(m, &in, &ev, &nev), 0);
+		for (k = 0; k < nev; k++) {
+			if (ev[k].state != C4M_ST_OPEN)
+				continue;
+			if (res->opened[ev[k].kind]++ == 0) {
+				res->first[ev[k].kind] = ev[k];
+				res->open_iv[ev[k].kind] = iv;
+			}
+		}
+		if (sc == LOST)
+			fx_init(&f, NR, 0xaaaa), fx_ring(&f);
+	}
+	matrix_free(m);
+}
+
+START_TEST(test_noncomm_hang)
+{
+	struct result r;
+	const struct c4m_event *e;
+
+	run(NONCOMM, &r);
+	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 1);
+	ck_assert_uint_eq(r.opened[C4M_EV_COMM_HANG], 0);
+	e = &r.first[C4M_EV_NONCOMM_HANG];
+	ck_assert_uint_eq(e->suspects[0].rank, 3);
+	ck_assert_uint_eq(e->suspects[0].host, 3);
+	ck_assert_uint_eq(e->hang_seq, HANG * STEPS + 1);
+	/* named within hang_timeout intervals of the stall */
+	ck_assert_uint_le(r.open_iv[C4M_EV_NONCOMM_HANG],
+	                  HANG + C4M_DEF_HANG_TIMEOUT - 1);
+}
+END_TEST
+
+START_TEST(test_comm_hang)
+{
+	struct result r;
+	const struct c4m_event *e;
+
+	run(COMM, &r);
+	ck_assert_uint_eq(r.opened[C4M_EV_COMM_HANG], 1);
+	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
+	e = &r.first[C4M_EV_COMM_HANG];
+	ck_assert_uint_eq(e->suspects[0].role, C4M_ROLE_LINK);
+	ck_assert_uint_eq(e->suspects[0].host, 1);
+	ck_assert_uint_eq(e->suspects[0].peer_host, 2);
+	ck_assert_uint_le(r.open_iv[C4M_EV_COMM_HANG],
+	                  HANG + C4M_DEF_HANG_TIMEOUT - 1);
+}
+END_TEST
+
+START_TEST(test_node_lost)
+{
+	struct result r;
+
+	run(LOST, &r);
+	ck_assert_uint_eq(r.opened[C4M_EV_NODE_LOST], 1);
+	ck_assert_uint_eq(r.first[C4M_EV_NODE_LOST].isolate_host, 2);
+	ck_assert_uint_le(r.open_iv[C4M_EV_NODE_LOST],
+	                  HANG + C4M_DEF_NODE_TIMEOUT - 1);
+	/* the stall of comm A is the lost node's doing, not a new hang */
+	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
+}
+END_TEST
+
+START_TEST(test_missing_but_blocked_elsewhere)
+{
+	struct result r;
+	unsigned i;
+
+	run(EXPLAINED, &r);
+	/* rank 3 is missing from A because it is stuck inside B */
+	for (i = 0; i < r.opened[C4M_EV_NONCOMM_HANG]; i++)
+		ck_assert_uint_ne(r.first[C4M_EV_NONCOMM_HANG].suspects[0].host,
+		                  3);
+	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
+}
+END_TEST
+
+static Suite *
+hang_suite(void)
+{
+	Suite *s = suite_create("matrix-hang");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_noncomm_hang);
+	tcase_add_test(tc, test_comm_hang);
+	tcase_add_test(tc, test_node_lost);
+	tcase_add_test(tc, test_missing_but_blocked_elsewhere);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(hang_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,149 @@
+/*
+ * test_wait.c: non-communication slow detection (wait chain) on hand-built
+ * per-rank summaries.
+ */
+#include <check.h>
+#include <stdlib.h>
+
+#include "c4matrix.h"
+#include "fixture.h"
+
+#define NR      16
+#define GAP_US  80000.0
+#define KERN_US 30000.0
+#define WAIT_US 10000.0
+#define NOPS    8
+
+/*
+ * One interval of a 16-rank job: every rank computes GAP_US (jittered)
+ * between collectives; rank slow (if >= 0) computes gap_factor longer, so
+ * the others wait for it: their kernels and waits grow by the difference
+ * and its own shrink. kern_factor/wait_factor override the culprit's own
+ * kernel and wait (to build the case where it does not wait least).
+ */
+static void
+fill(struct fx *f, struct c4m_input *in, uint64_t iv, int slow,
+     double gap_factor, double kern_factor, double wait_factor)
+{
+	uint32_t r;
+	double extra = slow >= 0 ? GAP_US * (gap_factor - 1.0) : 0;
+
+	for (r = 0; r < NR; r++) {
+		struct c4m_coll *c = &f->coll[r];
+		struct c4m_wait *w = &f->wait[r];
+		double g = GAP_US * fx_jitter(f), k = KERN_US * fx_jitter(f);
+		double wt = WAIT_US * fx_jitter(f);
+
+		if ((int)r == slow) {
+			g *= gap_factor;
+			k *= kern_factor;
+			wt *= wait_factor;
+		} else {
+			k += extra;
+			wt += extra;
+		}
+		memset(c, 0, sizeof(*c));
+		c->comm = f->comm;
+		c->rank = r;
+		c->nops = NOPS;
+		c->gap.count = c->kernel.count = NOPS;
+		c->gap.sum = g * NOPS;
+		c->kernel.sum = k * NOPS;
+		c->gap.p50 = g;
+		c->kernel.p50 = k;
+		c->seq_done = c->seq_enter = (iv + 1) * NOPS;
+		memset(w, 0, sizeof(*w));
+		w->comm = f->comm;
+		w->rank = r;
+		w->nsteps = NOPS;
+		w->recv_wait_us = wt * NOPS;
+	}
+	memset(in, 0, sizeof(*in));
+	in->interval = iv;
+	in->coll = f->coll;
+	in->ncoll = NR;
+	in->wait = f->wait;
+	in->nwait = NR;
+}
+
+static unsigned
+run(int slow, double gap_factor, double kern_factor, double wait_factor,
+    struct c4m_event *first)
+{
+	struct matrix *m = matrix_new(NULL);
+	struct fx f;
+	struct c4m_input in;
+	const struct c4m_event *ev;
+	size_t nev, k;
+	unsigned opened = 0;
+	uint64_t iv;
+
+	fx_init(&f, NR, 0x5151);
+	ck_assert_int_eq(matrix_comm_add(m, f.comm, NR, f.loc), 0);
+	for (iv = 0; iv < 16; iv++) {
+		fill(&f, &in, iv, iv >= 8 ? slow : -1, gap_factor, kern_factor,
+		     wait_factor);
+		ck_assert_int_eq(matrix_analyze(m, &in, &ev, &nev), 0);
+		for (k = 0; k < nev; k++)
+			if (ev[k].state == C4M_ST_OPEN && opened++ == 0)
+				*first = ev[k];
+	}
+	matrix_free(m);
+	return opened;
+}
+
+START_TEST(test_slow_rank)
+{
+	struct c4m_event e;
+
+	ck_assert_uint_eq(run(5, 1.2, 1.0, 1.0, &e), 1);
+	ck_assert_uint_eq(e.kind, C4M_EV_NONCOMM_SLOW);
+	ck_assert_uint_eq(e.suspects[0].role, C4M_ROLE_RANK);
+	ck_assert_uint_eq(e.suspects[0].rank, 5);
+	ck_assert_uint_eq(e.suspects[0].host, 5);
+	ck_assert_uint_eq(e.isolate_host, 5);
+	ck_assert(e.slowdown > 1.15 && e.slowdown < 1.25);
+}
+END_TEST
+
+/* A long gap by a rank that also waits most is not the chain's origin. */
+START_TEST(test_long_gap_but_waits)
+{
+	struct c4m_event e;
+
+	ck_assert_uint_eq(run(5, 1.2, 3.0, 3.0, &e), 0);
+}
+END_TEST
+
+START_TEST(test_no_fault)
+{
+	struct c4m_event e;
+
+	ck_assert_uint_eq(run(-1, 1.0, 1.0, 1.0, &e), 0);
+}
+END_TEST
+
+static Suite *
+wait_suite(void)
+{
+	Suite *s = suite_create("matrix-wait");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_slow_rank);
+	tcase_add_test(tc, test_long_gap_but_waits);
+	tcase_add_test(tc, test_no_fault);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(wait_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
