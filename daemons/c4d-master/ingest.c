@@ -171,7 +171,8 @@ struct ing_comm {
 	struct c4m_rank_loc *map;
 	uint8_t *known;
 	char *name;
-	int added; /* handed to the engine */
+	int added;   /* handed to the engine */
+	int retired; /* destroyed by the job */
 };
 
 struct ing_event {
@@ -306,6 +307,21 @@ ingest_register(struct ingest *g, const C4__CommRegister *m,
 	struct ing_comm *c;
 	uint32_t ci;
 
+	if (m->has_destroyed && m->destroyed) {
+		/*
+		 * The job destroyed the communicator: its ranks go quiet on
+		 * purpose, which must not read as a hang or a lost node.
+		 */
+		if (u64map_get(&g->comm_map, m->comm_hash, &ci) == 0 &&
+		    g->comms[ci].added && !g->comms[ci].retired) {
+			matrix_comm_retire(g->m, m->comm_hash);
+			g->comms[ci].retired = 1;
+			log_info("communicator %016" PRIx64 " destroyed",
+				 m->comm_hash);
+		}
+		g->st.registrations++;
+		return 0;
+	}
 	if (u64map_get(&g->comm_map, m->comm_hash, &ci) == 0) {
 		c = &g->comms[ci];
 		if (c->nranks != m->nranks) {
@@ -365,6 +381,11 @@ ingest_register(struct ingest *g, const C4__CommRegister *m,
 			c->known[r->rank] = 1;
 			c->nknown++;
 		}
+	}
+	if (c->retired) {
+		/* Registered again after a destroy: the engine judges anew. */
+		c->retired = 0;
+		matrix_comm_add(g->m, c->hash, c->nranks, c->map);
 	}
 	if (!c->added && c->nknown == c->nranks) {
 		if (matrix_comm_add(g->m, c->hash, c->nranks, c->map) < 0) {

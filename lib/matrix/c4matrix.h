@@ -22,29 +22,29 @@
 #include <stdint.h>
 
 /* ---- limits ------------------------------------------------------------ */
-#define C4M_MAX_RANKS    (1u << 19) /* ranks per communicator (19-bit key) */
-#define C4M_MAX_COMMS    (1u << 23) /* communicators per job (23-bit key) */
-#define C4M_MAX_SUSPECTS 4          /* suspects carried by one event */
-#define C4M_MAX_CELLS    8          /* triggering cells carried by one event */
-#define C4M_HIST_MAX     16         /* longest persistence window (n) */
-#define C4M_CLS_USABLE   3    /* fewest cells whose median means anything */
-#define C4M_STAT_SAMPLE  2048 /* class statistics from about this many */
-#define C4M_INV_MAX      64   /* longest running-mean start of a baseline */
-#define C4M_VAR_PRIOR    8.0f /* weight of the class spread in a cell's noise */
-#define C4M_MEM_HDR      16u  /* bytes before each counted allocation */
+#define C4M_MAX_RANKS	 (1u << 19) /* ranks per communicator (19-bit key) */
+#define C4M_MAX_COMMS	 (1u << 23) /* communicators per job (23-bit key) */
+#define C4M_MAX_SUSPECTS 4	    /* suspects carried by one event */
+#define C4M_MAX_CELLS	 8	    /* triggering cells carried by one event */
+#define C4M_HIST_MAX	 16	    /* longest persistence window (n) */
+#define C4M_CLS_USABLE	 3    /* fewest cells whose median means anything */
+#define C4M_STAT_SAMPLE	 2048 /* class statistics from about this many */
+#define C4M_INV_MAX	 64   /* longest running-mean start of a baseline */
+#define C4M_VAR_PRIOR	 8.0f /* weight of the class spread in a cell's noise */
+#define C4M_MEM_HDR	 16u  /* bytes before each counted allocation */
 
 /* ---- default parameters (see docs/detection.md) ------------------------ */
 #define C4M_DEF_PERSIST_K      2    /* hot in k ...                      */
 #define C4M_DEF_PERSIST_N      3    /* ... of the last n intervals       */
 #define C4M_DEF_RESOLVE_N      3    /* clean intervals before resolution */
-#define C4M_DEF_WEAK_K         3    /* weak evidence: hot in k ...       */
-#define C4M_DEF_WEAK_N         4    /* ... of the last n intervals       */
+#define C4M_DEF_WEAK_K	       3    /* weak evidence: hot in k ...       */
+#define C4M_DEF_WEAK_N	       4    /* ... of the last n intervals       */
 #define C4M_DEF_Z_STRONG       5.0  /* z at which evidence is strong     */
-#define C4M_DEF_CUSUM_K        2.0  /* CUSUM drift: z above this accumulates */
-#define C4M_DEF_CUSUM_H        6.0  /* accumulated z that is strong evidence */
+#define C4M_DEF_CUSUM_K	       2.0  /* CUSUM drift: z above this accumulates */
+#define C4M_DEF_CUSUM_H	       6.0  /* accumulated z that is strong evidence */
 #define C4M_DEF_MIN_SLOWDOWN   1.05 /* least slowdown that is an anomaly */
 #define C4M_DEF_COLD_SLOWDOWN  1.40 /* same, before a baseline exists    */
-#define C4M_DEF_Z_MIN          4.0  /* least robust z of a hot cell      */
+#define C4M_DEF_Z_MIN	       4.0  /* least robust z of a hot cell      */
 #define C4M_DEF_COLD_Z_MIN     6.0  /* same, before a baseline exists    */
 #define C4M_DEF_SIGMA_FLOOR    0.01 /* least spread (log units)          */
 #define C4M_DEF_BASE_ALPHA     0.1  /* EWMA weight of a new clean sample */
@@ -63,9 +63,9 @@
 /* ---- enumerations ------------------------------------------------------ */
 enum c4m_transport {
 	C4M_TR_NVLINK = 0, /* intra-host */
-	C4M_TR_PCIE,       /* intra-host */
-	C4M_TR_SHM,        /* intra-host */
-	C4M_TR_NET,        /* inter-host: IB/RoCE through a NIC port */
+	C4M_TR_PCIE,	   /* intra-host */
+	C4M_TR_SHM,	   /* intra-host */
+	C4M_TR_NET,	   /* inter-host: IB/RoCE through a NIC port */
 	C4M_TR_COUNT
 };
 
@@ -79,13 +79,13 @@ enum c4m_algo {
 
 enum c4m_kind {
 	C4M_EV_COMM_SLOW_LINK = 0, /* one connection (cable, port, path) */
-	C4M_EV_COMM_SLOW_TX,       /* a source's transmit side (row)     */
-	C4M_EV_COMM_SLOW_RX,       /* a destination's receive side (col) */
-	C4M_EV_COMM_SLOW_AMBIG,    /* pattern cannot separate tx/link/rx */
-	C4M_EV_NONCOMM_SLOW,       /* a rank late to its collectives     */
-	C4M_EV_COMM_HANG,          /* all entered op k, connections stuck */
-	C4M_EV_NONCOMM_HANG,       /* ranks never entered op k           */
-	C4M_EV_NODE_LOST,          /* no data from a host                */
+	C4M_EV_COMM_SLOW_TX,	   /* a source's transmit side (row)     */
+	C4M_EV_COMM_SLOW_RX,	   /* a destination's receive side (col) */
+	C4M_EV_COMM_SLOW_AMBIG,	   /* pattern cannot separate tx/link/rx */
+	C4M_EV_NONCOMM_SLOW,	   /* a rank late to its collectives     */
+	C4M_EV_COMM_HANG,	   /* all entered op k, connections stuck */
+	C4M_EV_NONCOMM_HANG,	   /* ranks never entered op k           */
+	C4M_EV_NODE_LOST,	   /* no data from a host                */
 	C4M_EV_COUNT
 };
 
@@ -93,10 +93,10 @@ enum c4m_state { C4M_ST_OPEN = 0, C4M_ST_UPDATED, C4M_ST_RESOLVED };
 
 enum c4m_role {
 	C4M_ROLE_TX = 0, /* transmit side of a NIC port or GPU  */
-	C4M_ROLE_RX,     /* receive side of a NIC port or GPU   */
-	C4M_ROLE_LINK,   /* the path between two endpoints      */
-	C4M_ROLE_RANK,   /* the process / GPU itself            */
-	C4M_ROLE_HOST    /* the whole host                      */
+	C4M_ROLE_RX,	 /* receive side of a NIC port or GPU   */
+	C4M_ROLE_LINK,	 /* the path between two endpoints      */
+	C4M_ROLE_RANK,	 /* the process / GPU itself            */
+	C4M_ROLE_HOST	 /* the whole host                      */
 };
 
 enum c4m_action {
@@ -206,10 +206,10 @@ struct c4m_input {
 /* ---- output ------------------------------------------------------------ */
 
 struct c4m_suspect {
-	uint8_t role;       /* enum c4m_role */
+	uint8_t role;	    /* enum c4m_role */
 	uint8_t transport;  /* enum c4m_transport for tx/rx/link */
-	uint64_t comm;      /* communicator the rank numbers refer to */
-	uint32_t rank;      /* rank in comm (tx side for a link) */
+	uint64_t comm;	    /* communicator the rank numbers refer to */
+	uint32_t rank;	    /* rank in comm (tx side for a link) */
 	uint32_t peer_rank; /* rx side rank of a link, else = rank */
 	uint32_t host;
 	uint16_t gpu;
@@ -241,14 +241,14 @@ struct c4m_event {
 	uint8_t state; /* enum c4m_state */
 	uint8_t ambiguous;
 	uint8_t action; /* enum c4m_action */
-	uint64_t comm;  /* communicator of the evidence (first seen) */
+	uint64_t comm;	/* communicator of the evidence (first seen) */
 	uint8_t nsuspects;
 	struct c4m_suspect suspects[C4M_MAX_SUSPECTS]; /* most likely first */
 	uint8_t ncells;
 	uint32_t ncells_total; /* triggering cells, of which ncells kept */
 	struct c4m_cell cells[C4M_MAX_CELLS];
 	double slowdown;   /* typical ratio over baseline (1.0 for hangs) */
-	double score;      /* strongest robust z, or intervals stalled */
+	double score;	   /* strongest robust z, or intervals stalled */
 	double confidence; /* 0..1 */
 	uint64_t hang_seq; /* op sequence a hang is stuck at */
 	uint32_t isolate_host;
@@ -264,9 +264,9 @@ struct c4m_params {
 	unsigned weak_n;
 	double z_strong;
 	double cusum_k; /* per-cell CUSUM of z: S = max(0, S + min(z, z_strong)
-	                   - k) */
+			   - k) */
 	double cusum_h; /* S >= h (and r >= min_slowdown now) is strong evidence
-	                 */
+			 */
 	unsigned resolve_n;
 	double min_slowdown;
 	double cold_slowdown;
@@ -282,7 +282,7 @@ struct c4m_params {
 	double row_frac;
 	double cold_frac;
 	double elev_frac; /* a link counts for a side from elev_frac x log(min)
-	                   */
+			   */
 	unsigned hang_timeout; /* intervals */
 	unsigned node_timeout; /* intervals */
 	double update_delta;
@@ -294,9 +294,10 @@ void matrix_params_default(struct c4m_params *p);
 struct matrix *matrix_new(const struct c4m_params *p);
 void matrix_free(struct matrix *m);
 int matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
-                    const struct c4m_rank_loc *map);
+		    const struct c4m_rank_loc *map);
+int matrix_comm_retire(struct matrix *m, uint64_t comm);
 int matrix_analyze(struct matrix *m, const struct c4m_input *in,
-                   const struct c4m_event **ev, size_t *nev);
+		   const struct c4m_event **ev, size_t *nev);
 size_t matrix_ncells(const struct matrix *m);
 const char *matrix_kind_name(unsigned kind);
 const char *matrix_state_name(unsigned state);

@@ -32,7 +32,7 @@ cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
 	if (hmap_get(&m->link_map, key, idx) == 0)
 		return 0;
 	if (mem_grow((void **)&m->links, &m->clinks, m->nlinks + 1,
-	             sizeof(*m->links)) < 0)
+		     sizeof(*m->links)) < 0)
 		return -1;
 	if (hmap_put(&m->link_map, key, m->nlinks) < 0)
 		return -1;
@@ -51,7 +51,7 @@ cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
  */
 static int
 cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn, uint32_t pos,
-         uint32_t *idx)
+	 uint32_t *idx)
 {
 	const struct comm *c = &m->comms[ci];
 	uint64_t key = CELL_KEY(ci, cn->algo, cn->src, cn->dst);
@@ -66,9 +66,9 @@ cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn, uint32_t pos,
 	if (hmap_get(&m->cell_map, key, idx) == 0)
 		goto hint;
 	if (mem_grow((void **)&m->cells, &m->ccells, m->ncells + 1,
-	             sizeof(*m->cells)) < 0 ||
+		     sizeof(*m->cells)) < 0 ||
 	    mem_grow((void **)&m->cbase, &m->ccbase, m->ncells + 1,
-	             sizeof(*m->cbase)) < 0)
+		     sizeof(*m->cbase)) < 0)
 		return -1;
 	if (hmap_put(&m->cell_map, key, m->ncells) < 0)
 		return -1;
@@ -84,16 +84,16 @@ cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn, uint32_t pos,
 	x->algo = cn->algo;
 	x->tr = cn->transport;
 	x->ep_tx = net ? m->devs[c->dev[cn->src]].ep_net
-	               : m->devs[c->dev[cn->src]].ep_gpu;
+		       : m->devs[c->dev[cn->src]].ep_gpu;
 	x->ep_rx = net ? m->devs[c->dev[cn->dst]].ep_net
-	               : m->devs[c->dev[cn->dst]].ep_gpu;
+		       : m->devs[c->dev[cn->dst]].ep_gpu;
 	x->cls = NO_IDX;
 	if (cell_link_get(m, x->ep_tx, x->ep_rx, &x->link) < 0)
 		return -1;
 	*idx = m->ncells++;
 hint:
 	if (pos >= m->chint && mem_grow((void **)&m->hint, &m->chint, pos + 1,
-	                                sizeof(*m->hint)) < 0)
+					sizeof(*m->hint)) < 0)
 		return -1;
 	m->hint[pos] = *idx;
 	if (pos >= m->nhint)
@@ -130,7 +130,7 @@ cell_cls_touch(struct matrix *m, uint32_t cl, uint32_t n)
 
 	if (k->iv != m->iv + 1) {
 		if (mem_grow((void **)&m->clwork, &m->cclwork, m->nclwork + 1,
-		             sizeof(*m->clwork)) < 0)
+			     sizeof(*m->clwork)) < 0)
 			return -1;
 		m->clwork[m->nclwork++] = cl;
 		k->iv = m->iv + 1;
@@ -152,7 +152,7 @@ static int
 cell_stuck_add(struct matrix *m, uint32_t idx)
 {
 	if (mem_grow((void **)&m->stuck, &m->cstuck, m->nstuck + 1,
-	             sizeof(*m->stuck)) < 0)
+		     sizeof(*m->stuck)) < 0)
 		return -1;
 	m->stuck[m->nstuck++] = idx;
 	return 0;
@@ -221,15 +221,15 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 		 * 1/sqrt(n)), each as a power-of-two class.
 		 */
 		shape = (uint16_t)(cell_size_class(chunk) |
-		                   (cell_size_class(cn->chunks) << 8));
+				   (cell_size_class(cn->chunks) << 8));
 		if (x->cls == NO_IDX || x->shape != shape) {
 			if (cell_cls_get(
-			            m,
-			            ((uint64_t)(ci + 1) << 24) |
-			                    ((uint64_t)(shape >> 8) << 16) |
-			                    ((uint64_t)cn->transport << 8) |
-			                    (shape & 0xffu),
-			            &cl) < 0)
+				    m,
+				    ((uint64_t)(ci + 1) << 24) |
+					    ((uint64_t)(shape >> 8) << 16) |
+					    ((uint64_t)cn->transport << 8) |
+					    (shape & 0xffu),
+				    &cl) < 0)
 				return -1;
 			x = &m->cells[idx];
 			x->cls = cl;
@@ -237,7 +237,7 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 		}
 		if (m->nwork >= m->cwork &&
 		    mem_grow((void **)&m->work, &m->cwork, m->nwork + 1,
-		             sizeof(*m->work)) < 0)
+			     sizeof(*m->work)) < 0)
 			return -1;
 		x->widx = m->nwork;
 		w = &m->work[m->nwork++];
@@ -272,7 +272,7 @@ cell_classify(struct matrix *m)
 		if (n >= m->p.min_class)
 			continue;
 		if (cell_cls_get(m, m->cls[m->clwork[i]].key & 0xffffffu, &p) <
-		            0 ||
+			    0 ||
 		    cell_cls_touch(m, p, n) < 0)
 			return -1;
 		m->cls[m->clwork[i]].parent = p;
@@ -293,7 +293,7 @@ cell_classify(struct matrix *m)
 			off += (k->n + k->step - 1) / k->step;
 	}
 	return mem_grow((void **)&m->scratch, &m->cscratch, off + 1,
-	                sizeof(*m->scratch));
+			sizeof(*m->scratch));
 }
 
 static void
@@ -384,7 +384,7 @@ cell_link_add(struct matrix *m, const struct work *w)
 	if (!l->cand && (w->hot || w->r >= m->lelev)) {
 		if (m->nlwork >= m->caplwork &&
 		    mem_grow((void **)&m->lwork, &m->caplwork, m->nlwork + 1,
-		             sizeof(*m->lwork)) < 0)
+			     sizeof(*m->lwork)) < 0)
 			return -1;
 		m->lwork[m->nlwork++] = w->link;
 		l->cand = 1;
@@ -427,7 +427,7 @@ cell_score(struct matrix *m)
 			struct work *w = &m->work[i];
 
 			cell_sample(m, &m->cls[w->cls],
-			            logf(w->tsum / w->bsum));
+				    logf(w->tsum / w->bsum));
 		}
 		for (i = 0; i < m->nclwork; i++) {
 			struct cls *k = &m->cls[m->clwork[i]];
@@ -435,7 +435,7 @@ cell_score(struct matrix *m)
 			if (k->parent == NO_IDX && !k->have_med &&
 			    k->n >= C4M_CLS_USABLE) {
 				k->med = matrix_median(m->scratch + k->off,
-				                       k->fill);
+						       k->fill);
 				k->have_med = 1;
 			}
 		}
@@ -462,7 +462,7 @@ cell_score(struct matrix *m)
 		for (j = 0; j < k->fill; j++)
 			v[j] = fabsf(v[j] - k->medr);
 		k->sig = fmaxf(1.4826f * matrix_median(v, k->fill),
-		               (float)p->sigma_floor);
+			       (float)p->sigma_floor);
 		k->isig = 1.0f / k->sig;
 		k->med += k->medr;
 	}
@@ -481,7 +481,7 @@ cell_score(struct matrix *m)
 		w->acc = 0;
 		if (b->warm >= p->warm_intervals) {
 			float inc = fminf(w->z, (float)p->z_strong) -
-			            (float)p->cusum_k;
+				    (float)p->cusum_k;
 
 			w->hot = w->r >= m->lmin && w->z >= (float)p->z_min;
 			/*
@@ -492,7 +492,7 @@ cell_score(struct matrix *m)
 			 */
 			if (inc > 0.0f || b->cus > 0.0f)
 				b->cus = fminf(fmaxf(0.0f, b->cus + inc),
-				               2.0f * (float)p->cusum_h);
+					       2.0f * (float)p->cusum_h);
 			if (b->cus >= (float)p->cusum_h && w->r >= m->lmin &&
 			    w->z >= (float)p->cusum_k) {
 				w->hot = 1;
@@ -500,7 +500,7 @@ cell_score(struct matrix *m)
 			}
 		} else {
 			w->hot = w->r >= m->lcold &&
-			         w->z >= (float)p->cold_z_min;
+				 w->z >= (float)p->cold_z_min;
 		}
 		if (cell_link_add(m, w) < 0)
 			return -1;
@@ -515,7 +515,7 @@ cell_score(struct matrix *m)
  */
 static int
 cell_consistent(const struct matrix *m, const struct side *sd,
-                const struct link *l)
+		const struct link *l)
 {
 	if (l->ncold > 0)
 		return l->hot; /* cold cells: only under the cold thresholds */
@@ -567,7 +567,7 @@ cell_side(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 /* A link suspect for cell x: both endpoints, ranks, NIC ports. */
 static void
 cell_fill_link(const struct matrix *m, struct c4m_suspect *s,
-               const struct cell *x)
+	       const struct cell *x)
 {
 	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
 	const struct dev *b = &m->devs[m->comms[x->comm].dev[x->dst]];
@@ -591,7 +591,7 @@ cell_fill_link(const struct matrix *m, struct c4m_suspect *s,
 /* A suspect for one side (tx: the source of x, rx: its destination). */
 static void
 cell_fill_side(const struct matrix *m, struct c4m_suspect *s,
-               const struct cell *x, unsigned role)
+	       const struct cell *x, unsigned role)
 {
 	uint32_t rank = role == C4M_ROLE_TX ? x->src : x->dst;
 
@@ -609,7 +609,7 @@ cell_fill_side(const struct matrix *m, struct c4m_suspect *s,
  */
 static int
 cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
-             int cside)
+	     int cside)
 {
 	const struct cell *x = &m->cells[l->best];
 	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
@@ -635,9 +635,9 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
 	if (kind == C4M_EV_COMM_SLOW_TX || kind == C4M_EV_COMM_SLOW_RX) {
 		/* a row or column: its combined z is the evidence */
 		const struct side *sd =
-		        &m->eps[kind == C4M_EV_COMM_SLOW_TX ? x->ep_tx
-		                                            : x->ep_rx]
-		                 .sd[kind == C4M_EV_COMM_SLOW_RX];
+			&m->eps[kind == C4M_EV_COMM_SLOW_TX ? x->ep_tx
+							    : x->ep_rx]
+				 .sd[kind == C4M_EV_COMM_SLOW_RX];
 
 		e.score = sd->sum_z / sqrtf((float)(sd->ncons ? sd->ncons : 1));
 	}
@@ -668,14 +668,14 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
 		e.ambiguous = 1;
 		if (rside != SIDE_COLD)
 			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-			               C4M_ROLE_TX);
+				       C4M_ROLE_TX);
 		if (cside != SIDE_COLD && rside == SIDE_COLD)
 			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-			               C4M_ROLE_RX);
+				       C4M_ROLE_RX);
 		cell_fill_link(m, &e.suspects[e.nsuspects++], x);
 		if (cside != SIDE_COLD && rside != SIDE_COLD)
 			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-			               C4M_ROLE_RX);
+				       C4M_ROLE_RX);
 		e.action = C4M_ACT_INVESTIGATE;
 		e.isolate_host = a->host;
 		break;
@@ -690,12 +690,12 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
 		pr.b = 0;
 	}
 	return persist_observe(m, key, &e,
-	                       kind != C4M_EV_COMM_SLOW_TX &&
-	                                       kind != C4M_EV_COMM_SLOW_RX &&
-	                                       l->nacc > 0
-	                               ? PERSIST_STRONG
-	                               : 0,
-	                       &pr);
+			       kind != C4M_EV_COMM_SLOW_TX &&
+					       kind != C4M_EV_COMM_SLOW_RX &&
+					       l->nacc > 0
+				       ? PERSIST_STRONG
+				       : 0,
+			       &pr);
 }
 
 /*
@@ -720,7 +720,7 @@ cell_links_score(struct matrix *m)
 			l->hot = l->nhot > 0 && l->r >= m->lcold;
 		else
 			l->hot = l->r >= m->lmin &&
-			         (l->z >= (float)p->z_min || l->nacc > 0);
+				 (l->z >= (float)p->z_min || l->nacc > 0);
 		l->elevated = l->r >= m->lelev || l->hot;
 		if (!l->elevated)
 			continue;
@@ -732,7 +732,7 @@ cell_links_score(struct matrix *m)
 			rx->rmax = l->r;
 		if (m->nlhot >= m->caplhot &&
 		    mem_grow((void **)&m->lhot, &m->caplhot, m->nlhot + 1,
-		             sizeof(*m->lhot)) < 0)
+			     sizeof(*m->lhot)) < 0)
 			return -1;
 		m->lhot[m->nlhot++] = m->lwork[i];
 	}
@@ -795,10 +795,10 @@ cell_detect(struct matrix *m)
 			return -1;
 		if (l->hot && rs != SIDE_HOT && cs != SIDE_HOT &&
 		    cell_observe(m, l,
-		                 rs == SIDE_COLD && cs == SIDE_COLD
-		                         ? C4M_EV_COMM_SLOW_LINK
-		                         : C4M_EV_COMM_SLOW_AMBIG,
-		                 rs, cs) < 0)
+				 rs == SIDE_COLD && cs == SIDE_COLD
+					 ? C4M_EV_COMM_SLOW_LINK
+					 : C4M_EV_COMM_SLOW_AMBIG,
+				 rs, cs) < 0)
 			return -1;
 	}
 	for (i = 0; i < m->nwork; i++) {
@@ -815,7 +815,7 @@ cell_detect(struct matrix *m)
 			continue;
 		/* a clean sample: a running mean first, then an EWMA */
 		a = b->warm < m->inv_len ? m->inv[b->warm]
-		                         : (float)p->base_alpha;
+					 : (float)p->base_alpha;
 		if (b->warm > 0) {
 			float d = w->q - b->base;
 
@@ -833,12 +833,12 @@ cell_detect(struct matrix *m)
 		{
 			const struct cls *k = &m->cls[w->cls];
 			float n = fminf((float)b->warm,
-			                1.0f / (float)p->base_alpha);
+					1.0f / (float)p->base_alpha);
 			float s2 = k->sig * k->sig;
 
 			b->isig =
-			        1.0f / sqrtf((n * b->var + C4M_VAR_PRIOR * s2) /
-			                     (n + C4M_VAR_PRIOR));
+				1.0f / sqrtf((n * b->var + C4M_VAR_PRIOR * s2) /
+					     (n + C4M_VAR_PRIOR));
 		}
 	}
 	return 0;

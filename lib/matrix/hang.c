@@ -32,6 +32,11 @@ hang_nodes(struct matrix *m)
 		struct host *x = &m->hosts[h];
 		uint64_t missed;
 
+		if (x->members == 0) {
+			/* Every rank it ran is in retired communicators. */
+			x->lost = 0;
+			continue;
+		}
 		if (x->last_seen > 0)
 			missed = m->iv + 1 - x->last_seen;
 		else
@@ -56,19 +61,19 @@ hang_node_events(struct matrix *m)
 		e.kind = C4M_EV_NODE_LOST;
 		if (x->dev != NO_IDX) {
 			matrix_suspect_dev(m, &e.suspects[0], x->dev,
-			                   C4M_ROLE_HOST);
+					   C4M_ROLE_HOST);
 			e.nsuspects = 1;
 			e.comm = e.suspects[0].comm;
 		}
 		e.slowdown = 1.0;
 		e.score = x->last_seen ? (double)(m->iv + 1 - x->last_seen)
-		                       : (double)m->p.node_timeout;
+				       : (double)m->p.node_timeout;
 		e.confidence = 0.99;
 		e.action = C4M_ACT_ISOLATE_HOST;
 		e.isolate_host = x->host;
 		if (persist_observe(m,
-		                    persist_key(C4M_EV_NODE_LOST, x->host, 0),
-		                    &e, PERSIST_IMMEDIATE, NULL) < 0)
+				    persist_key(C4M_EV_NODE_LOST, x->host, 0),
+				    &e, PERSIST_IMMEDIATE, NULL) < 0)
 			return -1;
 	}
 	return 0;
@@ -96,10 +101,10 @@ hang_missing(struct matrix *m, const struct comm *c, uint32_t rank, uint64_t k)
 	e.action = C4M_ACT_ISOLATE_HOST;
 	e.isolate_host = d->host;
 	return persist_observe(m,
-	                       persist_key(C4M_EV_NONCOMM_HANG,
-	                                   ((uint64_t)d->host << 16) | d->gpu,
-	                                   0),
-	                       &e, PERSIST_IMMEDIATE, NULL);
+			       persist_key(C4M_EV_NONCOMM_HANG,
+					   ((uint64_t)d->host << 16) | d->gpu,
+					   0),
+			       &e, PERSIST_IMMEDIATE, NULL);
 }
 
 /*
@@ -152,10 +157,10 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 		e.action = C4M_ACT_CHECK_LINK;
 		e.isolate_host = a->host;
 		if (persist_observe(m,
-		                    persist_key(C4M_EV_COMM_HANG,
-		                                m->eps[x->ep_tx].pkey,
-		                                m->eps[x->ep_rx].pkey),
-		                    &e, PERSIST_IMMEDIATE, NULL) < 0)
+				    persist_key(C4M_EV_COMM_HANG,
+						m->eps[x->ep_tx].pkey,
+						m->eps[x->ep_rx].pkey),
+				    &e, PERSIST_IMMEDIATE, NULL) < 0)
 			return -1;
 		found++;
 	}
@@ -177,7 +182,7 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 	e.nsuspects = 1;
 	e.isolate_host = e.suspects[0].host;
 	return persist_observe(m, persist_key(C4M_EV_COMM_HANG, c->hash, ~0ull),
-	                       &e, PERSIST_IMMEDIATE, NULL);
+			       &e, PERSIST_IMMEDIATE, NULL);
 }
 
 /*
@@ -244,7 +249,7 @@ hang_detect(struct matrix *m)
 	if (hang_node_events(m) < 0)
 		return -1;
 	for (ci = 0; ci < m->ncomms; ci++)
-		if (hang_comm(m, ci) < 0)
+		if (!m->comms[ci].retired && hang_comm(m, ci) < 0)
 			return -1;
 	return 0;
 }

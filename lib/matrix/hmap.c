@@ -131,7 +131,7 @@ hmap_del(struct hmap *h, uint64_t key)
 		home = (uint32_t)hmap_mix(h->keys[j]) & mask;
 		/* move j back into the hole at i unless home lies in (i, j] */
 		if ((i <= j) ? (i < home && home <= j)
-		             : (i < home || home <= j))
+			     : (i < home || home <= j))
 			continue;
 		h->keys[i] = h->keys[j];
 		h->vals[i] = h->vals[j];

@@ -162,7 +162,7 @@ matrix_host_get(struct matrix *m, uint32_t host, uint32_t *idx)
 	if (hmap_get(&m->host_map, host, idx) == 0)
 		return 0;
 	if (mem_grow((void **)&m->hosts, &m->chosts, m->nhosts + 1,
-	             sizeof(*m->hosts)) < 0)
+		     sizeof(*m->hosts)) < 0)
 		return -1;
 	if (hmap_put(&m->host_map, host, m->nhosts) < 0)
 		return -1;
@@ -178,7 +178,7 @@ matrix_host_get(struct matrix *m, uint32_t host, uint32_t *idx)
 /* Find or create the endpoint of physical key. Returns 0 or -1. */
 static int
 matrix_ep_get(struct matrix *m, uint64_t key, uint32_t dev, int net,
-              uint32_t *idx)
+	      uint32_t *idx)
 {
 	struct ep *e;
 
@@ -201,7 +201,7 @@ matrix_ep_get(struct matrix *m, uint64_t key, uint32_t dev, int net,
 /* Find or create the device (host, gpu) with its two endpoints. */
 static int
 matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc, uint64_t comm,
-               uint32_t rank, uint32_t *idx)
+	       uint32_t rank, uint32_t *idx)
 {
 	uint64_t key = ((uint64_t)loc->host << 16) | loc->gpu;
 	uint64_t nkey;
@@ -213,7 +213,7 @@ matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc, uint64_t comm,
 	if (matrix_host_get(m, loc->host, &hidx) < 0)
 		return -1;
 	if (mem_grow((void **)&m->devs, &m->cdevs, m->ndevs + 1,
-	             sizeof(*m->devs)) < 0)
+		     sizeof(*m->devs)) < 0)
 		return -1;
 	if (hmap_put(&m->dev_map, key, m->ndevs) < 0)
 		return -1;
@@ -239,6 +239,45 @@ matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc, uint64_t comm,
 	return 0;
 }
 
+/* Counts c's ranks in (add) or out of (!add) their hosts' members. */
+static void
+matrix_comm_members(struct matrix *m, const struct comm *c, int add)
+{
+	for (uint32_t r = 0; r < c->nranks; r++) {
+		struct host *h = &m->hosts[m->devs[c->dev[r]].hidx];
+
+		if (add)
+			h->members++;
+		else if (h->members > 0)
+			h->members--;
+	}
+}
+
+/*
+ * Retire communicator comm: the job destroyed it (ncclCommDestroy), so its
+ * ranks stop reporting on purpose.  From the next interval it is neither
+ * analysed nor judged for hangs, and a host whose every rank belongs to
+ * retired communicators is no longer expected to report (a job that ends
+ * is not a lost node).  Events already open stay as they are.  Returns 0,
+ * or -1 if comm is unknown.
+ */
+int
+matrix_comm_retire(struct matrix *m, uint64_t comm)
+{
+	struct comm *c;
+	uint32_t idx;
+
+	if (m == NULL || hmap_get(&m->comm_map, comm, &idx) < 0)
+		return -1;
+	c = &m->comms[idx];
+	if (!c->retired) {
+		c->retired = 1;
+		matrix_comm_members(m, c, 0);
+	}
+	m->last_ci = NO_IDX; /* the lookup cache may hold it */
+	return 0;
+}
+
 /*
  * Register communicator comm with nranks members placed by map[rank].
  * Registering the same hash again with the same size is accepted and
@@ -246,19 +285,30 @@ matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc, uint64_t comm,
  */
 int
 matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
-                const struct c4m_rank_loc *map)
+		const struct c4m_rank_loc *map)
 {
 	struct comm *c;
 	uint32_t idx, r;
 
 	if (m == NULL || map == NULL || nranks == 0 || nranks > C4M_MAX_RANKS)
 		return -1;
-	if (hmap_get(&m->comm_map, comm, &idx) == 0)
-		return m->comms[idx].nranks == nranks ? 0 : -1;
+	if (hmap_get(&m->comm_map, comm, &idx) == 0) {
+		c = &m->comms[idx];
+		if (c->nranks != nranks)
+			return -1;
+		if (c->retired) {
+			/* The same communicator again: judge it afresh. */
+			c->retired = 0;
+			c->any_done = 0;
+			c->stall = 0;
+			matrix_comm_members(m, c, 1);
+		}
+		return 0;
+	}
 	if (m->ncomms >= C4M_MAX_COMMS)
 		return -1;
 	if (mem_grow((void **)&m->comms, &m->ccomms, m->ncomms + 1,
-	             sizeof(*m->comms)) < 0)
+		     sizeof(*m->comms)) < 0)
 		return -1;
 	c = &m->comms[m->ncomms];
 	memset(c, 0, sizeof(*c));
@@ -274,6 +324,7 @@ matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
 	if (hmap_put(&m->comm_map, comm, m->ncomms) < 0)
 		goto fail;
 	m->ncomms++;
+	matrix_comm_members(m, c, 1);
 	return 0;
 fail:
 	mem_free(c->dev);
@@ -290,7 +341,7 @@ matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci)
 		*ci = m->last_ci;
 		return 0;
 	}
-	if (hmap_get(&m->comm_map, comm, ci) < 0)
+	if (hmap_get(&m->comm_map, comm, ci) < 0 || m->comms[*ci].retired)
 		return -1;
 	m->last_comm = comm;
 	m->last_ci = *ci;
@@ -306,7 +357,7 @@ matrix_ep_dev(const struct matrix *m, uint32_t ep)
 /* Fill suspect s for device dev in role (tx/rx/rank/host). */
 void
 matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s, uint32_t dev,
-                   unsigned role)
+		   unsigned role)
 {
 	const struct dev *d = &m->devs[dev];
 
@@ -406,7 +457,7 @@ matrix_mark_rank(struct matrix *m, uint64_t comm, uint32_t rank)
  */
 int
 matrix_analyze(struct matrix *m, const struct c4m_input *in,
-               const struct c4m_event **ev, size_t *nev)
+	       const struct c4m_event **ev, size_t *nev)
 {
 	size_t i;
 	uint32_t h;
@@ -461,9 +512,9 @@ const char *
 matrix_kind_name(unsigned kind)
 {
 	static const char *const names[C4M_EV_COUNT] = {
-	        "comm-slow-link",      "comm-slow-tx", "comm-slow-rx",
-	        "comm-slow-ambiguous", "noncomm-slow", "comm-hang",
-	        "noncomm-hang",        "node-lost",
+		"comm-slow-link",      "comm-slow-tx", "comm-slow-rx",
+		"comm-slow-ambiguous", "noncomm-slow", "comm-hang",
+		"noncomm-hang",	       "node-lost",
 	};
 
 	return kind < C4M_EV_COUNT ? names[kind] : "unknown";
@@ -495,52 +546,52 @@ matrix_event_describe(const struct c4m_event *e, char *buf, size_t len)
 {
 	const struct c4m_suspect *s = e->nsuspects ? &e->suspects[0] : NULL;
 	const char *act =
-	        e->action == C4M_ACT_ISOLATE_HOST  ? "isolate host"
-	        : e->action == C4M_ACT_CHECK_LINK  ? "check the path from host"
-	        : e->action == C4M_ACT_INVESTIGATE ? "investigate host"
-	                                           : "watch host";
+		e->action == C4M_ACT_ISOLATE_HOST  ? "isolate host"
+		: e->action == C4M_ACT_CHECK_LINK  ? "check the path from host"
+		: e->action == C4M_ACT_INVESTIGATE ? "investigate host"
+						   : "watch host";
 	char where[96] = "";
 
 	if (buf == NULL || len == 0)
 		return -1;
 	if (s != NULL && s->role == C4M_ROLE_LINK)
 		snprintf(where, sizeof(where),
-		         "host %u nic %u port %u -> host %u nic %u port %u",
-		         s->host, s->nic, s->port, s->peer_host, s->peer_nic,
-		         s->peer_port);
+			 "host %u nic %u port %u -> host %u nic %u port %u",
+			 s->host, s->nic, s->port, s->peer_host, s->peer_nic,
+			 s->peer_port);
 	else if (s != NULL &&
-	         (s->role == C4M_ROLE_TX || s->role == C4M_ROLE_RX))
+		 (s->role == C4M_ROLE_TX || s->role == C4M_ROLE_RX))
 		snprintf(where, sizeof(where), "host %u nic %u port %u %s",
-		         s->host, s->nic, s->port, matrix_role_name(s->role));
+			 s->host, s->nic, s->port, matrix_role_name(s->role));
 	else if (s != NULL)
 		snprintf(where, sizeof(where), "host %u gpu %u (rank %u)",
-		         s->host, s->gpu, s->rank);
+			 s->host, s->gpu, s->rank);
 	switch (e->kind) {
 	case C4M_EV_COMM_HANG:
 	case C4M_EV_NONCOMM_HANG:
 		return snprintf(buf, len,
-		                "%s %s: %s at op %" PRIu64
-		                ", no progress for %.0f intervals%s; %s %u",
-		                matrix_kind_name(e->kind),
-		                matrix_state_name(e->state), where, e->hang_seq,
-		                e->score, e->ambiguous ? " (ambiguous)" : "",
-		                act, e->isolate_host);
+				"%s %s: %s at op %" PRIu64
+				", no progress for %.0f intervals%s; %s %u",
+				matrix_kind_name(e->kind),
+				matrix_state_name(e->state), where, e->hang_seq,
+				e->score, e->ambiguous ? " (ambiguous)" : "",
+				act, e->isolate_host);
 	case C4M_EV_NODE_LOST:
 		return snprintf(buf, len,
-		                "node-lost %s: host %u silent for %.0f "
-		                "intervals; %s %u",
-		                matrix_state_name(e->state), e->isolate_host,
-		                e->score, act, e->isolate_host);
+				"node-lost %s: host %u silent for %.0f "
+				"intervals; %s %u",
+				matrix_state_name(e->state), e->isolate_host,
+				e->score, act, e->isolate_host);
 	default:
 		return snprintf(buf, len,
-		                "%s %s: %s %.2fx slower than its baseline "
-		                "(z %.1f, %u cells, intervals %" PRIu64
-		                "-%" PRIu64 ", confidence %.2f%s); %s %u",
-		                matrix_kind_name(e->kind),
-		                matrix_state_name(e->state), where, e->slowdown,
-		                e->score, e->ncells_total, e->first_interval,
-		                e->last_interval, e->confidence,
-		                e->ambiguous ? ", pattern ambiguous" : "", act,
-		                e->isolate_host);
+				"%s %s: %s %.2fx slower than its baseline "
+				"(z %.1f, %u cells, intervals %" PRIu64
+				"-%" PRIu64 ", confidence %.2f%s); %s %u",
+				matrix_kind_name(e->kind),
+				matrix_state_name(e->state), where, e->slowdown,
+				e->score, e->ncells_total, e->first_interval,
+				e->last_interval, e->confidence,
+				e->ambiguous ? ", pattern ambiguous" : "", act,
+				e->isolate_host);
 	}
 }

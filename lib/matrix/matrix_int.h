@@ -12,7 +12,7 @@
 
 #define HMAP_EMPTY   UINT64_MAX /* a key never used */
 #define HMAP_MIN_CAP 16u
-#define NO_IDX       UINT32_MAX
+#define NO_IDX	     UINT32_MAX
 #define EP_NET_FLAG  (1ull << 63) /* endpoint key: NIC port, else GPU */
 #define CELL_KEY(c, a, s, d)                                                   \
 	(((uint64_t)(c) << 41) | ((uint64_t)(a) << 38) |                       \
@@ -42,11 +42,12 @@ uint64_t hmap_mix(uint64_t x);
 
 struct host {
 	uint32_t host;
-	uint32_t dev;       /* first device registered on it */
+	uint32_t dev;	    /* first device registered on it */
 	uint64_t last_seen; /* interval + 1; 0 = never */
-	uint64_t added;     /* interval count when first registered */
-	uint8_t heard;      /* heard from in the current interval */
+	uint64_t added;	    /* interval count when first registered */
+	uint8_t heard;	    /* heard from in the current interval */
 	uint8_t lost;
+	uint32_t members; /* ranks of live communicators on this host */
 };
 
 struct dev {
@@ -65,7 +66,7 @@ struct dev {
 
 /* Per-interval aggregate of one side (row or column) of an endpoint. */
 struct side {
-	uint16_t n;     /* links sampled */
+	uint16_t n;	/* links sampled */
 	uint16_t ncons; /* links consistent with the hottest one */
 	float rmax;
 	float sum_r; /* over consistent links */
@@ -86,11 +87,11 @@ struct crank {
 	uint64_t enter;
 	uint64_t done;
 	uint64_t seen_iv; /* interval + 1 of the last summary */
-	float gbase;      /* gap, log, relative to the comm median */
+	float gbase;	  /* gap, log, relative to the comm median */
 	uint8_t gwarm;
-	float lg;          /* log mean gap this interval */
-	float lk;          /* log mean kernel time */
-	float lw;          /* log wait per step, NAN when none */
+	float lg;	   /* log mean gap this interval */
+	float lk;	   /* log mean kernel time */
+	float lw;	   /* log wait per step, NAN when none */
 	double gs, ks, ws; /* sums over this interval's summaries */
 	uint64_t gn, kn, wn;
 };
@@ -103,6 +104,7 @@ struct comm {
 	uint64_t done_max;
 	uint32_t stall; /* consecutive intervals without completion */
 	uint8_t any_done;
+	uint8_t retired; /* destroyed by the job: ignored from then on */
 };
 
 /*
@@ -148,15 +150,15 @@ struct link {
 	uint32_t ep_tx;
 	uint32_t ep_rx;
 	uint32_t stamp; /* low bits of interval + 1 of the sums below */
-	uint32_t best;  /* cell with the largest r */
-	uint16_t k;     /* cells this interval */
+	uint32_t best;	/* cell with the largest r */
+	uint16_t k;	/* cells this interval */
 	uint16_t ncold;
 	uint16_t nhot;
 	uint16_t nacc; /* cells hot by accumulated evidence */
 	uint8_t hot;
 	uint8_t elevated;    /* r >= min_slowdown / 2: may matter for a side */
 	uint8_t on_hot_side; /* set by the verdicts for elevated links */
-	uint8_t cand;        /* has a cell at >= min_slowdown / 2 or hot */
+	uint8_t cand;	     /* has a cell at >= min_slowdown / 2 or hot */
 	float best_r;
 	float best_z;
 	float r; /* sum, then mean, of the cells' r */
@@ -192,8 +194,8 @@ struct cls {
 	uint32_t off;
 	uint32_t fill;
 	uint32_t parent; /* pooled class when this one is too small */
-	float med;       /* class level: median of (log time per byte - base) */
-	float medr;      /* this interval's shift of the level */
+	float med;	 /* class level: median of (log time per byte - base) */
+	float medr;	 /* this interval's shift of the level */
 	float sig;
 	float isig; /* 1 / sig */
 	uint8_t have_med;
@@ -215,7 +217,7 @@ struct probe {
 struct track {
 	uint64_t key;
 	struct probe probe;
-	uint32_t hist;   /* bit 0 = current interval */
+	uint32_t hist;	 /* bit 0 = current interval */
 	uint32_t strong; /* intervals whose evidence was strong */
 	uint8_t open;
 	uint8_t seen;
@@ -276,9 +278,9 @@ struct matrix {
 	uint32_t nhint, chint;
 	uint64_t last_comm; /* one-entry cache of comm_map */
 	uint32_t last_ci;
-	float lmin;             /* log(min_slowdown) */
-	float lcold;            /* log(cold_slowdown) */
-	float lelev;            /* elev_frac x log(min_slowdown) */
+	float lmin;		/* log(min_slowdown) */
+	float lcold;		/* log(cold_slowdown) */
+	float lelev;		/* elev_frac x log(min_slowdown) */
 	float inv[C4M_INV_MAX]; /* EWMA weight after n clean samples */
 	uint32_t inv_len;
 
@@ -296,7 +298,7 @@ struct matrix {
 /* matrix.c helpers used by the detectors */
 uint32_t matrix_ep_dev(const struct matrix *m, uint32_t ep);
 void matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s,
-                        uint32_t dev, unsigned role);
+			uint32_t dev, unsigned role);
 float matrix_median(float *v, uint32_t n);
 int matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci);
 
@@ -313,9 +315,9 @@ int hang_detect(struct matrix *m);
 
 /* persist.c: candidates, persistence, event lifecycle */
 #define PERSIST_IMMEDIATE 1 /* open at once (the detector timed it) */
-#define PERSIST_STRONG    2 /* strong evidence whatever the score */
+#define PERSIST_STRONG	  2 /* strong evidence whatever the score */
 int persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
-                    unsigned flags, const struct probe *pr);
+		    unsigned flags, const struct probe *pr);
 int persist_finish(struct matrix *m);
 uint64_t persist_key(unsigned kind, uint64_t a, uint64_t b);
 void persist_free(struct matrix *m);

@@ -21,7 +21,7 @@ uint64_t
 persist_key(unsigned kind, uint64_t a, uint64_t b)
 {
 	uint64_t k = hmap_mix(hmap_mix((uint64_t)kind * 0x100000001b3ull ^ a) ^
-	                      (b * 0x9e3779b97f4a7c15ull + 1));
+			      (b * 0x9e3779b97f4a7c15ull + 1));
 
 	return k == HMAP_EMPTY ? k - 1 : k;
 }
@@ -65,14 +65,14 @@ persist_merge(struct c4m_event *dst, const struct c4m_event *e)
  */
 int
 persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
-                unsigned flags, const struct probe *pr)
+		unsigned flags, const struct probe *pr)
 {
 	struct track *t;
 	uint32_t idx;
 
 	if (hmap_get(&m->trk_map, key, &idx) < 0) {
 		if (mem_grow((void **)&m->trk, &m->ctrk, m->ntrk + 1,
-		             sizeof(*m->trk)) < 0)
+			     sizeof(*m->trk)) < 0)
 			return -1;
 		if (hmap_put(&m->trk_map, key, m->ntrk) < 0)
 			return -1;
@@ -176,8 +176,8 @@ persist_finish(struct matrix *m)
 
 		t->hist = (t->hist << 1) | t->seen;
 		t->strong = (t->strong << 1) |
-		            (t->seen &&
-		             (t->ev.score >= p->z_strong || t->acc_strong));
+			    (t->seen &&
+			     (t->ev.score >= p->z_strong || t->acc_strong));
 		t->acc_strong = 0;
 		hits = persist_popcount(t->hist & nmask);
 		if (t->seen) {
@@ -185,15 +185,15 @@ persist_finish(struct matrix *m)
 			t->ev.last_interval = m->iv;
 			if (!t->immediate)
 				t->ev.confidence =
-				        fmin(0.99, 1.0 - exp(-(double)hits *
-				                             t->ev.score /
-				                             (2.0 * p->z_min)));
+					fmin(0.99, 1.0 - exp(-(double)hits *
+							     t->ev.score /
+							     (2.0 * p->z_min)));
 		}
 		if (!t->open) {
 			if (t->seen &&
 			    (t->immediate ||
 			     persist_popcount(t->strong & nmask) >=
-			             p->persist_k ||
+				     p->persist_k ||
 			     persist_popcount(t->hist & wmask) >= p->weak_k)) {
 				unsigned b, old = 0;
 

@@ -91,7 +91,7 @@ wait_fresh(const struct matrix *m, const struct crank *rs)
 /* Non-communication slow candidate for rank of c (per device key). */
 static int
 wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
-             float z)
+	     float z)
 {
 	struct c4m_event e;
 	struct probe pr;
@@ -119,10 +119,10 @@ wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
 	pr.a = (uint32_t)(c - m->comms);
 	pr.b = rank;
 	return persist_observe(m,
-	                       persist_key(C4M_EV_NONCOMM_SLOW,
-	                                   ((uint64_t)d->host << 16) | d->gpu,
-	                                   0),
-	                       &e, 0, &pr);
+			       persist_key(C4M_EV_NONCOMM_SLOW,
+					   ((uint64_t)d->host << 16) | d->gpu,
+					   0),
+			       &e, 0, &pr);
 }
 
 /*
@@ -144,8 +144,8 @@ wait_medians(struct matrix *m, struct comm *c, float *medk, float *medw)
 			continue;
 		rs->lk = logf((float)(rs->ks / (double)rs->kn));
 		rs->lw = rs->wn > 0 && rs->ws > 0
-		                 ? logf((float)(rs->ws / (double)rs->wn))
-		                 : NAN;
+				 ? logf((float)(rs->ws / (double)rs->wn))
+				 : NAN;
 		v[n++] = rs->lk;
 	}
 	*medk = matrix_median(v, n);
@@ -228,8 +228,8 @@ wait_comm(struct matrix *m, struct comm *c)
 			continue;
 		/* a clean sample: a running mean first, then an EWMA */
 		rs->gbase += (rs->gwarm < m->inv_len ? m->inv[rs->gwarm]
-		                                     : (float)p->base_alpha) *
-		             (q - rs->gbase);
+						     : (float)p->base_alpha) *
+			     (q - rs->gbase);
 		if (rs->gwarm < UINT8_MAX)
 			rs->gwarm++;
 	}
@@ -246,10 +246,11 @@ wait_detect(struct matrix *m)
 		if (m->comms[ci].nranks > maxn)
 			maxn = m->comms[ci].nranks;
 	if (mem_grow((void **)&m->scratch, &m->cscratch, 2 * maxn + 1,
-	             sizeof(*m->scratch)) < 0)
+		     sizeof(*m->scratch)) < 0)
 		return -1;
 	for (ci = 0; ci < m->ncomms; ci++) {
-		if (m->comms[ci].nranks < m->p.min_group)
+		if (m->comms[ci].nranks < m->p.min_group ||
+		    m->comms[ci].retired)
 			continue;
 		if (wait_comm(m, &m->comms[ci]) < 0)
 			return -1;

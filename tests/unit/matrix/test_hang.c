@@ -23,7 +23,7 @@ struct result {
 
 static void
 progress(struct c4m_coll *c, uint64_t comm, uint32_t rank, uint64_t done,
-         uint64_t enter, uint32_t nops)
+	 uint64_t enter, uint32_t nops)
 {
 	memset(c, 0, sizeof(*c));
 	c->comm = comm;
@@ -74,17 +74,17 @@ run(enum scenario sc, struct result *res)
 			    r == 3)
 				enter = done; /* never entered op k */
 			progress(&coll[n++], f.comm, r, done, enter,
-			         hung ? 0 : STEPS);
+				 hung ? 0 : STEPS);
 		}
 		for (r = 0; r < 4; r++) {
 			/* B: rank 3 is inside op k of B, the rest idle */
 			uint64_t enter =
-			        done + (sc == EXPLAINED && hung && r == 3);
+				done + (sc == EXPLAINED && hung && r == 3);
 
 			if (sc == LOST && hung && r == 2)
 				continue;
 			progress(&coll[n++], 0xbbbb, r, done, enter,
-			         hung ? 0 : STEPS);
+				 hung ? 0 : STEPS);
 		}
 		in.coll = coll;
 		in.ncoll = n;
@@ -133,7 +133,7 @@ START_TEST(test_noncomm_hang)
 	ck_assert_uint_eq(e->hang_seq, HANG * STEPS + 1);
 	/* named within hang_timeout intervals of the stall */
 	ck_assert_uint_le(r.open_iv[C4M_EV_NONCOMM_HANG],
-	                  HANG + C4M_DEF_HANG_TIMEOUT - 1);
+			  HANG + C4M_DEF_HANG_TIMEOUT - 1);
 }
 END_TEST
 
@@ -150,7 +150,57 @@ START_TEST(test_comm_hang)
 	ck_assert_uint_eq(e->suspects[0].host, 1);
 	ck_assert_uint_eq(e->suspects[0].peer_host, 2);
 	ck_assert_uint_le(r.open_iv[C4M_EV_COMM_HANG],
-	                  HANG + C4M_DEF_HANG_TIMEOUT - 1);
+			  HANG + C4M_DEF_HANG_TIMEOUT - 1);
+}
+END_TEST
+
+/*
+ * A job that ends destroys its communicators and goes quiet.  Retired,
+ * that silence is no hang and no lost node; not retired (the control), it
+ * is both.  Opens counted over 8 silent intervals after 5 healthy ones.
+ */
+static unsigned
+run_job_end(int retire)
+{
+	static struct c4m_coll coll[NR];
+	struct matrix *m = matrix_new(NULL);
+	const struct c4m_event *ev;
+	struct c4m_input in;
+	unsigned opened = 0;
+	size_t nev;
+	struct fx f;
+
+	fx_init(&f, NR, 0xcccc);
+	fx_ring(&f);
+	ck_assert_int_eq(matrix_comm_add(m, f.comm, NR, f.loc), 0);
+	for (uint64_t iv = 0; iv < 13; iv++) {
+		if (iv < 5) {
+			fx_fill(&f, &in, iv);
+			for (uint32_t r = 0; r < NR; r++)
+				progress(&coll[r], f.comm, r, (iv + 1) * STEPS,
+					 (iv + 1) * STEPS, STEPS);
+			in.coll = coll;
+			in.ncoll = NR;
+		} else {
+			if (iv == 5 && retire)
+				ck_assert_int_eq(matrix_comm_retire(m, f.comm),
+						 0);
+			memset(&in, 0, sizeof(in));
+			in.interval = iv;
+		}
+		ck_assert_int_eq(matrix_analyze(m, &in, &ev, &nev), 0);
+		for (size_t k = 0; k < nev; k++)
+			opened += ev[k].state == C4M_ST_OPEN;
+	}
+	ck_assert_int_eq(matrix_comm_retire(m, 0x1234), -1);
+	matrix_free(m);
+	return opened;
+}
+
+START_TEST(test_retired_job_end_is_quiet)
+{
+	ck_assert_uint_eq(run_job_end(1), 0);
+	ck_assert_uint_gt(run_job_end(0), 0);
 }
 END_TEST
 
@@ -162,7 +212,7 @@ START_TEST(test_node_lost)
 	ck_assert_uint_eq(r.opened[C4M_EV_NODE_LOST], 1);
 	ck_assert_uint_eq(r.first[C4M_EV_NODE_LOST].isolate_host, 2);
 	ck_assert_uint_le(r.open_iv[C4M_EV_NODE_LOST],
-	                  HANG + C4M_DEF_NODE_TIMEOUT - 1);
+			  HANG + C4M_DEF_NODE_TIMEOUT - 1);
 	/* the stall of comm A is the lost node's doing, not a new hang */
 	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
 }
@@ -177,7 +227,7 @@ START_TEST(test_missing_but_blocked_elsewhere)
 	/* rank 3 is missing from A because it is stuck inside B */
 	for (i = 0; i < r.opened[C4M_EV_NONCOMM_HANG]; i++)
 		ck_assert_uint_ne(r.first[C4M_EV_NONCOMM_HANG].suspects[0].host,
-		                  3);
+				  3);
 	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
 }
 END_TEST
@@ -191,6 +241,7 @@ hang_suite(void)
 	tcase_add_test(tc, test_noncomm_hang);
 	tcase_add_test(tc, test_comm_hang);
 	tcase_add_test(tc, test_node_lost);
+	tcase_add_test(tc, test_retired_job_end_is_quiet);
 	tcase_add_test(tc, test_missing_but_blocked_elsewhere);
 	suite_add_tcase(s, tc);
 	return s;
