@@ -465,9 +465,24 @@ ing_transport(C4__TransportClass t)
 	}
 }
 
+/*
+ * The cumulative markers of (comm, rank): a RankCollSummary's sequence
+ * numbers are those entered and completed within the interval (0 when
+ * none), a Progress entry's the newest ever; the engine wants the latter.
+ */
+static const C4__Progress *
+ing_progress_of(const C4__TelemetryBatch *b, uint64_t comm, uint32_t rank)
+{
+	for (size_t i = 0; i < b->n_progress; i++)
+		if (b->progress[i]->comm_hash == comm &&
+		    b->progress[i]->rank == rank)
+			return b->progress[i];
+	return NULL;
+}
+
 static int
 ing_window_coll(struct ing_window *w, const C4__RankCollSummary *c,
-		const C4__OpStats *op)
+		const C4__OpStats *op, const C4__Progress *p)
 {
 	struct c4m_coll *o;
 
@@ -482,6 +497,10 @@ ing_window_coll(struct ing_window *w, const C4__RankCollSummary *c,
 	o->seq_enter = c->last_seq_entered;
 	o->seq_done_first = c->first_seq_completed;
 	o->seq_done = c->last_seq_completed;
+	if (p != NULL) {
+		o->seq_enter = p->last_seq_entered;
+		o->seq_done = p->last_seq_completed;
+	}
 	o->t_first_ns = (int64_t)c->first_start_ns;
 	if (op != NULL) {
 		o->op = (uint8_t)op->func;
@@ -503,11 +522,13 @@ ing_window_fill(struct ing_window *w, const C4__TelemetryBatch *b)
 	w->interval_id = b->interval_id;
 	for (size_t i = 0; i < b->n_colls; i++) {
 		const C4__RankCollSummary *c = b->colls[i];
+		const C4__Progress *p =
+			ing_progress_of(b, c->comm_hash, c->rank);
 
-		if (c->n_ops == 0 && ing_window_coll(w, c, NULL) < 0)
+		if (c->n_ops == 0 && ing_window_coll(w, c, NULL, p) < 0)
 			return -1;
 		for (size_t j = 0; j < c->n_ops; j++)
-			if (ing_window_coll(w, c, c->ops[j]) < 0)
+			if (ing_window_coll(w, c, c->ops[j], p) < 0)
 				return -1;
 	}
 	/* Progress markers of ranks with no collective summary. */
@@ -523,9 +544,7 @@ ing_window_fill(struct ing_window *w, const C4__TelemetryBatch *b)
 			continue;
 		c.comm_hash = p->comm_hash;
 		c.rank = p->rank;
-		c.last_seq_entered = p->last_seq_entered;
-		c.last_seq_completed = p->last_seq_completed;
-		if (ing_window_coll(w, &c, NULL) < 0)
+		if (ing_window_coll(w, &c, NULL, p) < 0)
 			return -1;
 	}
 	if (ing_reserve((void **)&w->conn, &w->cconn, b->n_conns,

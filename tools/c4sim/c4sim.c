@@ -353,7 +353,9 @@ sim_transport(uint8_t t)
 
 /* Per-host buffers for one interval's report. */
 struct sim_buf {
-	size_t ccoll, cconn, cwait; /* records the arrays hold */
+	size_t ccoll, cconn, cwait, cprog; /* records the arrays hold */
+	struct c4client_progress *prog;
+	size_t nprog;
 	struct c4client_coll *coll;
 	struct c4client_op *ops;
 	struct c4client_conn *conn;
@@ -506,7 +508,8 @@ sim_report(struct sim *m, uint32_t iv, const struct c4m_input *in,
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	for (uint32_t h = 0; h < m->nhosts; h++)
-		bufs[h].ncoll = bufs[h].nconn = bufs[h].nwait = bufs[h].nsk = 0;
+		bufs[h].ncoll = bufs[h].nconn = bufs[h].nwait = bufs[h].nsk =
+			bufs[h].nprog = 0;
 	/* Sketches needed per host: 2 per collective, 1 per connection, 3
 	 * per wait record; counted first so the pool never moves mid-fill. */
 	for (size_t i = 0; i < in->ncoll; i++) {
@@ -572,10 +575,26 @@ sim_report(struct sim *m, uint32_t iv, const struct c4m_input *in,
 		memset(o, 0, sizeof(*o));
 		o->comm_hash = c->comm;
 		o->rank = c->rank;
-		o->first_seq_entered = c->seq_enter_first;
-		o->last_seq_entered = c->seq_enter;
-		o->first_seq_completed = c->seq_done_first;
-		o->last_seq_completed = c->seq_done;
+		/*
+		 * As a CCL reports them: the summary's sequence numbers are
+		 * those of the interval (0 when none), the progress marker's
+		 * the newest ever.
+		 */
+		if (c->nops > 0) {
+			o->first_seq_entered = c->seq_enter_first;
+			o->last_seq_entered = c->seq_enter;
+			o->first_seq_completed = c->seq_done_first;
+			o->last_seq_completed = c->seq_done;
+		}
+		if (sim_grow((void **)&b->prog, &b->cprog, b->nprog + 1,
+			     sizeof(*b->prog)) < 0)
+			return -1;
+		memset(&b->prog[b->nprog], 0, sizeof(b->prog[0]));
+		b->prog[b->nprog].comm_hash = c->comm;
+		b->prog[b->nprog].rank = c->rank;
+		b->prog[b->nprog].last_seq_entered = c->seq_enter;
+		b->prog[b->nprog].last_seq_completed = c->seq_done;
+		b->nprog++;
 		o->first_start_ns = (uint64_t)c->t_first_ns;
 		o->idle = c->nops == 0;
 		if (c->nops == 0)
@@ -683,6 +702,8 @@ sim_report(struct sim *m, uint32_t iv, const struct c4m_input *in,
 		r.conns = b->conn;
 		r.nwaits = b->nwait;
 		r.waits = b->wait;
+		r.nprogress = b->nprog;
+		r.progress = b->prog;
 		if (c4client_report(m->hosts[h].cl, &r) < 0)
 			fprintf(stderr, "c4sim: %s: report dropped\n",
 				m->hosts[h].name);
@@ -1045,6 +1066,7 @@ out:
 		free(bufs[h].ops);
 		free(bufs[h].conn);
 		free(bufs[h].wait);
+		free(bufs[h].prog);
 	}
 	free(bufs);
 	free(m.hosts);
