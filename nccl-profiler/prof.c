@@ -125,6 +125,8 @@ struct agg {
 		last_completed_iv, first_start_rt;
 	/* since the start */
 	uint64_t last_entered, last_completed, last_change, last_done_t;
+	uint64_t last_gpu_end; /* GPU timer at the end of the last kernel */
+	int gpu_timers;	       /* kernels carry GPU timers: gaps from them */
 	int inflight_func;
 	uint64_t orphans;
 };
@@ -935,8 +937,20 @@ agg_flight_done(struct prof_comm *c, struct agg_flight *f, uint64_t t)
 {
 	struct agg *a = &c->agg;
 
-	if (f->kdone > 0 && f->gmax > f->gmin && f->func < (int)PROF_FUNCS)
+	if (f->kdone > 0 && f->gmax > f->gmin && f->func < (int)PROF_FUNCS) {
 		sketch_add(&a->ops[f->func].kernel, f->gmax - f->gmin);
+		/*
+		 * The gap is the GPU's time between two collectives: this
+		 * kernel's start after the last one's end, one clock.  The
+		 * CPU enqueues far ahead of the GPU, so its own timestamps
+		 * say nothing about a rank that is late to a collective.
+		 */
+		if (a->last_gpu_end != 0 && f->gmin >= a->last_gpu_end)
+			sketch_add(&a->ops[f->func].gap,
+				   f->gmin - a->last_gpu_end);
+		a->last_gpu_end = f->gmax;
+		a->gpu_timers = 1;
+	}
 	agg_complete(c, f->seq, t);
 	f->seq = 0;
 }
@@ -953,7 +967,8 @@ agg_coll_start(struct prof_comm *c, const struct prof_rec *r)
 	o->algo = r->algo;
 	o->proto = r->proto;
 	o->channels = r->nch;
-	if (a->last_done_t != 0)
+	/* Without GPU timers, the host's view is the best there is. */
+	if (a->last_done_t != 0 && !a->gpu_timers)
 		sketch_add(&o->gap,
 			   r->t > a->last_done_t ? r->t - a->last_done_t : 0);
 	if (!a->any_entered) {

@@ -188,13 +188,22 @@ class Poller(threading.Thread):
             self.stop.wait(0.5)
 
     def note_events(self, text):
-        try:
-            doc = json.loads(text)
-        except ValueError:
-            return
-        evs = doc.get("events", doc) if isinstance(doc, dict) else doc
-        if not isinstance(evs, list):
-            return
+        # c4ctl -o json events prints one event object per line.
+        evs = []
+        for line in text.splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(doc, dict) and isinstance(doc.get("events"), list):
+                evs.extend(doc["events"])
+            elif isinstance(doc, list):
+                evs.extend(doc)
+            elif isinstance(doc, dict):
+                evs.append(doc)
         for e in evs:
             key = json.dumps(e, sort_keys=True)
             if all(k != key for _, k in self.events):
