@@ -205,6 +205,81 @@ START_TEST(test_replay_fixture)
 }
 END_TEST
 
+/*
+ * Recordings of rank 0 made by NCCL 2.28.9 on H200s (scripts/gpu-e2e's
+ * capture scenario, 2 ranks, 36 all-reduces): one over the socket
+ * transport (proxy events), one over NVLink P2P (Coll and KernelCh only).
+ * Checked for what must hold whatever the timing: every collective
+ * counted, completed and ordered, kernel times and GPU-timed gaps, and
+ * per-peer transfers exactly where a proxy exists.
+ */
+static void
+replay_gpu(const char *name, int socket)
+{
+	char path[1024], err[256] = "";
+	const char *dir = getenv("C4_TEST_DATA");
+	struct prof_config cfg = {.interval_ms = 1000};
+	struct seen *s = calloc(1, sizeof(*s));
+	uint64_t ops = 0, kernels = 0, gaps = 0, xfers = 0, steps = 0;
+	uint64_t entered = 0, completed = 0;
+	size_t conns = 0;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(path, sizeof(path), "%s/nccl/%s", dir, name);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_msg(prof_replay(f, &cfg, capture, s, err, sizeof(err)) > 0,
+		      "replay: %s", err);
+	fclose(f);
+	for (int i = 0; i < s->n; i++) {
+		const struct seen_report *x = &s->r[i];
+
+		if (x->ncolls > 0) {
+			ck_assert_int_eq(x->op.func, C4CLIENT_ALLREDUCE);
+			ops += x->op.count;
+			kernels += x->op.kernel_n;
+			gaps += x->op.gap_n;
+		}
+		conns += x->nconns;
+		xfers += x->conn_xfer_n;
+		steps += x->steps;
+		if (x->nprogress > 0) {
+			ck_assert_uint_ge(x->entered, entered);
+			ck_assert_uint_le(x->completed, x->entered);
+			entered = x->entered;
+			completed = x->completed;
+		}
+	}
+	ck_assert_uint_eq(ops, 36);
+	ck_assert_uint_eq(entered, 36);
+	ck_assert_uint_eq(completed, 36);
+	ck_assert_uint_eq(kernels, 36);
+	/* A gap between every two kernels, from the GPU's own timers. */
+	ck_assert_uint_ge(gaps, 30);
+	if (socket) {
+		ck_assert_uint_gt(conns, 0);
+		ck_assert_uint_gt(xfers, 0);
+		ck_assert_uint_gt(steps, 0);
+	} else {
+		ck_assert_uint_eq(conns, 0);
+		ck_assert_uint_eq(steps, 0);
+	}
+	free(s);
+}
+
+START_TEST(test_replay_gpu_socket)
+{
+	replay_gpu("gpu-h200-socket-r0.rec", 1);
+}
+END_TEST
+
+START_TEST(test_replay_gpu_p2p)
+{
+	replay_gpu("gpu-h200-p2p-r0.rec", 0);
+}
+END_TEST
+
 START_TEST(test_replay_rejects_garbage)
 {
 	struct prof_config cfg = {.interval_ms = 1000};
@@ -593,6 +668,8 @@ prof_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_replay_fixture);
+	tcase_add_test(tc, test_replay_gpu_socket);
+	tcase_add_test(tc, test_replay_gpu_p2p);
 	tcase_add_test(tc, test_replay_rejects_garbage);
 	tcase_add_test(tc, test_inactive_when_closed);
 	tcase_add_test(tc, test_stale_and_double_stop);
