@@ -29,12 +29,12 @@
 #include "c4scenario.h"
 
 #define EPISODE_INTERVALS 20
-#define FAULT_START_MIN   6
-#define FAULT_START_MAX   10
-#define SUITE_SEED        0xc4d2025ull
-#define NREPS             6
+#define FAULT_START_MIN	  6
+#define FAULT_START_MAX	  10
+#define SUITE_SEED	  0xc4d2025ull
+#define NREPS		  6
 #define NFREE_PER_LAYOUT  36
-#define MAX_LAT           64
+#define MAX_LAT		  64
 
 enum ep_type {
 	T_CONN = 0,
@@ -50,20 +50,20 @@ enum ep_type {
 };
 
 static const char *const type_names[T_COUNT] = {
-        "slow_conn", "slow_tx",      "slow_rx",   "slow_gpu",   "intermittent",
-        "comm_hang", "noncomm_hang", "node_lost", "two_faults",
+	"slow_conn", "slow_tx",	     "slow_rx",	  "slow_gpu",	"intermittent",
+	"comm_hang", "noncomm_hang", "node_lost", "two_faults",
 };
 
 static const unsigned type_fault[T_COUNT] = {
-        SCEN_F_SLOW_CONN,    SCEN_F_SLOW_TX,      SCEN_F_SLOW_RX,
-        SCEN_F_SLOW_GPU,     SCEN_F_INTERMITTENT, SCEN_F_COMM_HANG,
-        SCEN_F_NONCOMM_HANG, SCEN_F_NODE_LOST,    SCEN_F_NONE,
+	SCEN_F_SLOW_CONN,    SCEN_F_SLOW_TX,	  SCEN_F_SLOW_RX,
+	SCEN_F_SLOW_GPU,     SCEN_F_INTERMITTENT, SCEN_F_COMM_HANG,
+	SCEN_F_NONCOMM_HANG, SCEN_F_NODE_LOST,	  SCEN_F_NONE,
 };
 
 static const double slowdowns[] = {1.1, 1.2, 1.5, 3.0};
 #define NSLOW 4
 static const unsigned layouts[] = {SCEN_L_TP_DP, SCEN_L_TP_PP_DP,
-                                   SCEN_L_DP_FLAT};
+				   SCEN_L_DP_FLAT};
 #define NLAYOUT 3
 static const uint32_t sizes[NREPS] = {64, 128, 256, 512, 1024, 192};
 
@@ -96,7 +96,7 @@ struct fstate {
  */
 static int
 episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
-        unsigned nf, int type, int slow_idx, uint32_t nranks, struct score *sc)
+	unsigned nf, int type, int slow_idx, uint32_t nranks, struct score *sc)
 {
 	struct fstate fs[SCEN_MAX_FAULTS];
 	struct c4m_input in;
@@ -130,32 +130,32 @@ episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
 				fs[i].top1 = score_top1(&ev[k], &f[i]);
 				if (!fs[i].top1 && getenv("C4_BENCH_VERBOSE"))
 					fprintf(stderr,
-					        "not top-1: %s base %s named "
-					        "by "
-					        "%s (suspect 0 host %u gpu "
-					        "%u)\n",
-					        scen_fault_name(f[i].kind),
-					        scen_fault_name(f[i].base),
-					        matrix_kind_name(ev[k].kind),
-					        ev[k].suspects[0].host,
-					        ev[k].suspects[0].gpu);
+						"not top-1: %s base %s named "
+						"by "
+						"%s (suspect 0 host %u gpu "
+						"%u)\n",
+						scen_fault_name(f[i].kind),
+						scen_fault_name(f[i].base),
+						matrix_kind_name(ev[k].kind),
+						ev[k].suspects[0].host,
+						ev[k].suspects[0].gpu);
 				fs[i].lat = iv - f[i].start + 1;
 			}
 			ntrue += (unsigned)hit;
 			sc->ambiguous += (unsigned)(hit && ev[k].ambiguous);
 			if (!hit && getenv("C4_BENCH_VERBOSE"))
 				fprintf(stderr,
-				        "false event: %s %s n=%u type=%d "
-				        "iv=%u first=%u host %u gpu %u "
-				        "slow %.3f z %.1f cells %u tr %u\n",
-				        matrix_kind_name(ev[k].kind),
-				        ev[k].ambiguous ? "(ambiguous)" : "",
-				        nranks, type, iv,
-				        (unsigned)ev[k].first_interval,
-				        ev[k].suspects[0].host,
-				        ev[k].suspects[0].gpu, ev[k].slowdown,
-				        ev[k].score, ev[k].ncells_total,
-				        ev[k].suspects[0].transport);
+					"false event: %s %s n=%u type=%d "
+					"iv=%u first=%u host %u gpu %u "
+					"slow %.3f z %.1f cells %u tr %u\n",
+					matrix_kind_name(ev[k].kind),
+					ev[k].ambiguous ? "(ambiguous)" : "",
+					nranks, type, iv,
+					(unsigned)ev[k].first_interval,
+					ev[k].suspects[0].host,
+					ev[k].suspects[0].gpu, ev[k].slowdown,
+					ev[k].score, ev[k].ncells_total,
+					ev[k].suspects[0].transport);
 		}
 	}
 	if (type < 0) {
@@ -170,8 +170,8 @@ episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
 	sc->all.true_events += ntrue;
 	for (i = 0; i < nf; i++) {
 		int hang = f[i].base == SCEN_F_COMM_HANG ||
-		           f[i].base == SCEN_F_NONCOMM_HANG ||
-		           f[i].base == SCEN_F_NODE_LOST;
+			   f[i].base == SCEN_F_NONCOMM_HANG ||
+			   f[i].base == SCEN_F_NODE_LOST;
 
 		sc->type[type].faults++;
 		sc->all.faults++;
@@ -188,12 +188,12 @@ episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
 		if (!fs[i].detected) {
 			if (getenv("C4_BENCH_VERBOSE"))
 				fprintf(stderr,
-				        "missed: %s base %s x%.2f n=%u "
-				        "host %u gpu %u\n",
-				        scen_fault_name(f[i].kind),
-				        scen_fault_name(f[i].base),
-				        f[i].slowdown, nranks, f[i].host,
-				        f[i].gpu);
+					"missed: %s base %s x%.2f n=%u "
+					"host %u gpu %u\n",
+					scen_fault_name(f[i].kind),
+					scen_fault_name(f[i].base),
+					f[i].slowdown, nranks, f[i].host,
+					f[i].gpu);
 			continue;
 		}
 		sc->type[type].detected++;
@@ -224,7 +224,7 @@ build(struct scen_params *sp, unsigned t, double slow, uint32_t start,
 	struct scen *s;
 	unsigned k1 = SCEN_F_SLOW_CONN + (unsigned)(seed % 4);
 	unsigned k2 = SCEN_F_SLOW_CONN +
-	              (unsigned)((seed % 4 + 1 + (seed / 4) % 3) % 4);
+		      (unsigned)((seed % 4 + 1 + (seed / 4) % 3) % 4);
 
 	for (;;) {
 		s = scen_new(sp);
@@ -233,7 +233,7 @@ build(struct scen_params *sp, unsigned t, double slow, uint32_t start,
 		if (t != T_TWO) {
 			*nf = 1;
 			if (scen_add_fault(s, type_fault[t], slow, start,
-			                   &f[0]) < 0)
+					   &f[0]) < 0)
 				goto fail;
 			return s;
 		}
@@ -319,8 +319,8 @@ report(const struct score *sc, unsigned nep, double secs)
 	metric("false_events_fault_free", NULL, sc->free_events, "events");
 	metric("false_events_per_10k_rank_intervals", NULL,
 	       sc->free_rank_intervals > 0
-	               ? 1e4 * sc->free_events / sc->free_rank_intervals
-	               : 0,
+		       ? 1e4 * sc->free_events / sc->free_rank_intervals
+		       : 0,
 	       "events");
 	metric("duplicate_true_events", NULL, sc->duplicates, "events");
 	metric("faults", NULL, sc->all.faults, "count");
@@ -354,12 +354,12 @@ ring_only(uint64_t *seed)
 				sp.layout = SCEN_L_DP_RING;
 				sp.seed = ++*seed * 0x9e3779b97f4a7c15ull;
 				s = build(&sp, kinds[t], 1.5, FAULT_START_MIN,
-				          f, &nf, *seed);
+					  f, &nf, *seed);
 				m = matrix_new(NULL);
 				if (s == NULL || m == NULL ||
 				    scen_register(s, m) < 0 ||
 				    episode(s, m, f, nf, (int)kinds[t], 2,
-				            sp.nranks, &rs) < 0)
+					    sp.nranks, &rs) < 0)
 					return -1;
 				matrix_free(m);
 				scen_free(s);
@@ -396,24 +396,24 @@ main(void)
 					sp.nranks = sizes[rep];
 					sp.layout = (uint8_t)layouts[li];
 					sp.seed =
-					        ++seed * 0x9e3779b97f4a7c15ull;
+						++seed * 0x9e3779b97f4a7c15ull;
 					start = FAULT_START_MIN +
-					        (unsigned)(seed %
-					                   (FAULT_START_MAX -
-					                    FAULT_START_MIN +
-					                    1));
+						(unsigned)(seed %
+							   (FAULT_START_MAX -
+							    FAULT_START_MIN +
+							    1));
 					s = build(&sp, t, slowdowns[si], start,
-					          f, &nf, seed);
+						  f, &nf, seed);
 					m = matrix_new(NULL);
 					if (s == NULL || m == NULL ||
 					    scen_register(s, m) < 0) {
 						fprintf(stderr,
-						        "setup failed\n");
+							"setup failed\n");
 						return 1;
 					}
 					if (episode(s, m, f, nf, (int)t,
-					            (int)si, sp.nranks,
-					            &sc) < 0)
+						    (int)si, sp.nranks,
+						    &sc) < 0)
 						return 1;
 					matrix_free(m);
 					scen_free(s);
@@ -421,7 +421,7 @@ main(void)
 				}
 			}
 			fprintf(stderr, "detect-quality: %s x%.1f done\n",
-			        type_names[t], slowdowns[si]);
+				type_names[t], slowdowns[si]);
 		}
 	}
 	for (li = 0; li < NLAYOUT; li++) {
@@ -448,6 +448,6 @@ main(void)
 		return 1;
 	report(&sc, nep,
 	       (double)(t1.tv_sec - t0.tv_sec) +
-	               1e-9 * (t1.tv_nsec - t0.tv_nsec));
+		       1e-9 * (t1.tv_nsec - t0.tv_nsec));
 	return 0;
 }

@@ -24,7 +24,7 @@
 #include "c4scenario.h"
 
 #define SCALE_INTERVALS 10
-#define SCALE_TIMED     6 /* the last intervals are timed */
+#define SCALE_TIMED	6 /* the last intervals are timed */
 
 static double
 now_ms(void)
@@ -69,7 +69,7 @@ run(uint32_t nranks)
 		return -1;
 	for (iv = 0; iv < SCALE_INTERVALS; iv++) {
 		fprintf(stderr, "matrix-scale: %u ranks interval %u\n", nranks,
-		        iv);
+			iv);
 		if (scen_interval(s, iv, &in) < 0)
 			return -1;
 		nconn = in.nconn;
@@ -126,7 +126,7 @@ main(int argc, char **argv)
 	for (i = 0; i < n; i++)
 		if (run(sizes[i]) < 0) {
 			fprintf(stderr, "matrix-scale: failed at %u ranks\n",
-			        sizes[i]);
+				sizes[i]);
 			return 1;
 		}
 	return 0;

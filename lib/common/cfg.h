@@ -25,7 +25,7 @@
 
 #define CFG_FILE_MAX   (16u * 1024 * 1024) /* bytes of YAML we accept */
 #define CFG_DEPTH_MAX  32		   /* nesting of mappings/lists */
-#define CFG_NODES_MAX   1000000             /* mappings walked (alias bombs) */
+#define CFG_NODES_MAX  1000000		   /* mappings walked (alias bombs) */
 #define CFG_STR_MAX    4096		   /* one scalar value */
 #define CFG_LIST_MAX   100000		   /* items in one list */
 #define CFG_ERRORS_MAX 200		   /* errors kept per load */

@@ -22,10 +22,10 @@ static void
 usage(void)
 {
 	fprintf(stderr,
-	        "usage: c4scenario [-n ranks] [-l layout] [-i intervals] "
-	        "[-s seed]\n"
-	        "                  [-f kind[:slowdown[:start]]]... [-d] [-q]\n"
-	        "layouts:");
+		"usage: c4scenario [-n ranks] [-l layout] [-i intervals] "
+		"[-s seed]\n"
+		"                  [-f kind[:slowdown[:start]]]... [-d] [-q]\n"
+		"layouts:");
 	for (int i = 0; i < SCEN_L_COUNT; i++)
 		fprintf(stderr, " %s", scen_layout_name((unsigned)i));
 	fprintf(stderr, "\nfaults:");
@@ -152,7 +152,7 @@ main(int argc, char **argv)
 	m = matrix_new(NULL);
 	if (s == NULL || m == NULL || scen_register(s, m) < 0) {
 		fprintf(stderr, "c4scenario: cannot build the job (ranks must "
-		                "be a multiple of 8, enough for the layout)\n");
+				"be a multiple of 8, enough for the layout)\n");
 		goto out;
 	}
 	for (int i = 0; i < nf; i++) {
@@ -163,7 +163,7 @@ main(int argc, char **argv)
 
 		if (kind == NULL || scen_fault_parse(kind) <= 0 ||
 		    scen_add_fault(s, (unsigned)scen_fault_parse(kind), slow,
-		                   start, &f) < 0)
+				   start, &f) < 0)
 			usage();
 		printf("truth %s base=%s slowdown=%.2f start=%u host %u gpu %u "
 		       "-> host %u gpu %u mask=%08x\n",

@@ -37,7 +37,7 @@ fx_jitter(struct fx *f)
 	f->seed = f->seed * 6364136223846793005ull + 1442695040888963407ull;
 	return 1.0 +
 	       (f->jit > 0 ? f->jit : 0.01) *
-	               ((double)(f->seed >> 11) / (double)(1ull << 53) - 0.5);
+		       ((double)(f->seed >> 11) / (double)(1ull << 53) - 0.5);
 }
 
 /* One rank per host; ranks 0..n-1 on hosts 0..n-1, GPU 0, NIC 0. */

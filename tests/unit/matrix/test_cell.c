@@ -160,7 +160,7 @@ START_TEST(test_ring_ambiguous)
 		tx |= s->role == C4M_ROLE_TX && s->host == 2;
 		rx |= s->role == C4M_ROLE_RX && s->host == 3;
 		link |= s->role == C4M_ROLE_LINK && s->host == 2 &&
-		        s->peer_host == 3;
+			s->peer_host == 3;
 	}
 	ck_assert(tx && link && rx);
 }

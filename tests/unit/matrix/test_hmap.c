@@ -21,7 +21,7 @@ START_TEST(test_put_get_del)
 	for (i = 0; i < NKEYS; i++) {
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
 		keys[i] = (x >> 8) & 0xffffffu; /* collisions of slots */
-		keys[i] = keys[i] * NKEYS + i;  /* unique keys */
+		keys[i] = keys[i] * NKEYS + i;	/* unique keys */
 		ck_assert_int_eq(hmap_put(&h, keys[i], i), 0);
 		live[i] = 1;
 	}

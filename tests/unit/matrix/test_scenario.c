@@ -17,7 +17,7 @@
 #define NRANKS 64
 
 static const unsigned layouts[] = {SCEN_L_TP_DP, SCEN_L_TP_PP_DP,
-                                   SCEN_L_DP_FLAT};
+				   SCEN_L_DP_FLAT};
 
 /*
  * Run one job with faults kinds[0..nk) (none when nk == 0). Returns the
@@ -25,7 +25,7 @@ static const unsigned layouts[] = {SCEN_L_TP_DP, SCEN_L_TP_PP_DP,
  */
 static unsigned
 episode(unsigned layout, const unsigned *kinds, unsigned nk, uint64_t seed,
-        unsigned *false_ev)
+	unsigned *false_ev)
 {
 	struct scen_params sp;
 	struct scen_fault f[SCEN_MAX_FAULTS];
@@ -46,7 +46,7 @@ episode(unsigned layout, const unsigned *kinds, unsigned nk, uint64_t seed,
 	ck_assert_ptr_nonnull(s);
 	for (i = 0; i < nk; i++)
 		ck_assert_int_eq(scen_add_fault(s, kinds[i], 1.5, START, &f[i]),
-		                 0);
+				 0);
 	m = matrix_new(NULL);
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(scen_register(s, m), 0);
@@ -70,14 +70,14 @@ episode(unsigned layout, const unsigned *kinds, unsigned nk, uint64_t seed,
 				    f[i].base == SCEN_F_NONCOMM_HANG ||
 				    f[i].base == SCEN_F_NODE_LOST)
 					ck_assert_uint_le(iv - f[i].start + 1,
-					                  C4M_DEF_HANG_TIMEOUT +
-					                          1);
+							  C4M_DEF_HANG_TIMEOUT +
+								  1);
 			}
 			if (!hit) {
 				fprintf(stderr,
-				        "false %s layout %u seed %llu\n",
-				        matrix_kind_name(ev[k].kind), layout,
-				        (unsigned long long)seed);
+					"false %s layout %u seed %llu\n",
+					matrix_kind_name(ev[k].kind), layout,
+					(unsigned long long)seed);
 				(*false_ev)++;
 			}
 		}
@@ -85,8 +85,8 @@ episode(unsigned layout, const unsigned *kinds, unsigned nk, uint64_t seed,
 	for (i = 0; i < nk; i++)
 		if (!named[i]) {
 			fprintf(stderr, "missed %s layout %u seed %llu\n",
-			        scen_fault_name(f[i].kind), layout,
-			        (unsigned long long)seed);
+				scen_fault_name(f[i].kind), layout,
+				(unsigned long long)seed);
 			missed++;
 		}
 	matrix_free(m);
@@ -101,7 +101,7 @@ START_TEST(test_every_fault_named)
 
 	for (kind = SCEN_F_SLOW_CONN; kind < SCEN_F_COUNT; kind++) {
 		ck_assert_uint_eq(episode(layout, &kind, 1, 100 + kind, &fe),
-		                  0);
+				  0);
 		ck_assert_uint_eq(fe, 0);
 	}
 }
@@ -126,7 +126,7 @@ START_TEST(test_fault_free_quiet)
 
 	for (rep = 0; rep < 3; rep++) {
 		ck_assert_uint_eq(episode(layouts[_i], NULL, 0, 900 + rep, &fe),
-		                  0);
+				  0);
 		ck_assert_uint_eq(fe, 0);
 	}
 }

@@ -8,11 +8,11 @@
 #include "c4matrix.h"
 #include "fixture.h"
 
-#define NR      16
-#define GAP_US  80000.0
+#define NR	16
+#define GAP_US	80000.0
 #define KERN_US 30000.0
 #define WAIT_US 10000.0
-#define NOPS    8
+#define NOPS	8
 
 /*
  * One interval of a 16-rank job: every rank computes GAP_US (jittered)
