@@ -172,13 +172,14 @@ dl_run(unsigned run, char *kind, size_t klen)
 		return -1;
 	fprintf(fp,
 		"job: bench-job\n"
+		"state_dir: %s\n"
 		"detection: {interval: 1s}\n"
 		"server: {listen: \"127.0.0.1:0\"}\n"
 		"credentials:\n"
 		"  - {name: agents, token: %s, roles: [agent], jobs: "
 		"[bench-job]}\n"
 		"  - {name: ops, token: %s, roles: [ctl]}\n",
-		DL_AGENT_TOKEN, DL_OPS_TOKEN);
+		dir, DL_AGENT_TOKEN, DL_OPS_TOKEN);
 	fclose(fp);
 	snprintf(master, sizeof(master), "%s/../daemons/c4d-master/c4d-master",
 		 dl_bin);

@@ -161,6 +161,7 @@ ing_run(unsigned ranks)
 		return -1;
 	fprintf(fp,
 		"job: bench-job\n"
+		"state_dir: %s\n"
 		"detection: {interval: 1s}\n"
 		"server: {listen: \"%s\", max_connections: 65536}\n"
 		"credentials:\n"
@@ -168,7 +169,7 @@ ing_run(unsigned ranks)
 		"[bench-job]}\n"
 		"  - {name: ops, token: %s, roles: [ctl]}\n"
 		"log: {level: warning}\n",
-		addr, ING_CCL_TOKEN, ING_OPS_TOKEN);
+		dir, addr, ING_CCL_TOKEN, ING_OPS_TOKEN);
 	fclose(fp);
 	snprintf(master, sizeof(master), "%s/../daemons/c4d-master/c4d-master",
 		 ing_bin);

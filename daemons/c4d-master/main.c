@@ -351,6 +351,8 @@ static const struct dmn_spec c4d_spec = {
 	.off_creds = offsetof(struct c4d_conf, credentials),
 	.off_log = offsetof(struct c4d_conf, log),
 	.role = C4__ROLE__ROLE_MASTER,
+	/* The pipeline and event list copy what they keep. */
+	.arena_decode = 1,
 	.job_of = c4d_job_of,
 	.start = c4d_start,
 	.listen = c4d_listen,

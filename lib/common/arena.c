@@ -24,6 +24,16 @@ arena_init(struct arena *a)
 void *
 arena_alloc(struct arena *a, size_t n)
 {
+	void *p = arena_alloc_raw(a, n);
+
+	if (p != NULL)
+		memset(p, 0, n);
+	return p;
+}
+
+void *
+arena_alloc_raw(struct arena *a, size_t n)
+{
 	const size_t align = sizeof(max_align_t);
 	struct arena_block *b;
 	size_t need;
@@ -45,8 +55,26 @@ arena_alloc(struct arena *a, size_t n)
 	}
 	p = (char *)a->head->data + a->used;
 	a->used += n;
-	memset(p, 0, n);
 	return p;
+}
+
+void
+arena_reset(struct arena *a)
+{
+	struct arena_block *b;
+
+	if (a->head == NULL)
+		return;
+	b = a->head->next;
+	while (b != NULL) {
+		struct arena_block *next = b->next;
+
+		a->total -= b->size;
+		free(b);
+		b = next;
+	}
+	a->head->next = NULL;
+	a->used = 0;
 }
 
 void *

@@ -29,6 +29,10 @@ void *arena_calloc(struct arena *a, size_t n, size_t sz);
 char *arena_strdup(struct arena *a, const char *s);
 char *arena_printf(struct arena *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Like arena_alloc() without zeroing. */
+void *arena_alloc_raw(struct arena *a, size_t n);
+/* Forgets every allocation but keeps the newest block for reuse. */
+void arena_reset(struct arena *a);
 void arena_free(struct arena *a);
 
 #endif

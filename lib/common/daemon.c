@@ -251,6 +251,7 @@ dmn_main(int argc, char **argv, const struct dmn_spec *spec)
 	p.daemon = spec->name;
 	p.node = d.node;
 	p.role = spec->role;
+	p.arena_decode = spec->arena_decode;
 	p.job_id = spec->job_of ? spec->job_of(d.conf) : NULL;
 	p.conf = dmn_srv_conf(spec, d.conf);
 	p.creds = dmn_creds(spec, d.conf);

@@ -20,6 +20,7 @@
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 
+#include "arena.h"
 #include "auth.h"
 #include "c4_build.h"
 #include "log.h"
@@ -93,12 +94,28 @@ struct srv {
 	char *unix_paths[SRV_LISTENERS_MAX];
 	size_t nlisteners;
 	TAILQ_HEAD(, srv_conn) conns;
+	struct arena decode;	     /* with p.arena_decode */
+	ProtobufCAllocator pb_alloc; /* bump allocation from decode */
 	struct srv_stats stats;
 	uint64_t next_session;
 	struct timespec started;
 };
 
 static void srv_conn_free(struct srv_conn *c);
+
+static void *
+srv_pb_alloc(void *data, size_t size)
+{
+	return arena_alloc_raw(data, size);
+}
+
+/* Arena memory goes all at once, with arena_reset(). */
+static void
+srv_pb_free(void *data, void *p)
+{
+	(void)data;
+	(void)p;
+}
 static void srv_read_cb(struct bufferevent *bev, void *arg);
 
 static uint64_t
@@ -126,6 +143,10 @@ srv_new(struct event_base *base, const struct srv_params *p,
 	s->ops = *ops;
 	s->arg = arg;
 	TAILQ_INIT(&s->conns);
+	arena_init(&s->decode);
+	s->pb_alloc.alloc = srv_pb_alloc;
+	s->pb_alloc.free = srv_pb_free;
+	s->pb_alloc.allocator_data = &s->decode;
 	/* Session ids differ across restarts: start from the clock. */
 	s->next_session = srv_now_ns(CLOCK_REALTIME) << 8;
 	clock_gettime(CLOCK_MONOTONIC, &s->started);
@@ -513,6 +534,16 @@ srv_dispatch(struct srv_conn *c, const C4__Envelope *env)
 	return c->state == SRV_CLOSING ? -1 : 0;
 }
 
+/* Releases a decoded envelope, by arena reset when decoding used one. */
+static void
+srv_release(struct srv *s, C4__Envelope *env)
+{
+	if (s->p.arena_decode)
+		arena_reset(&s->decode);
+	else
+		msg_free(env);
+}
+
 static void
 srv_more_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -565,20 +596,25 @@ srv_read_cb(struct bufferevent *bev, void *arg)
 		if (avail < FRAME_HDR_LEN + (size_t)len)
 			return;
 		body = evbuffer_pullup(in, (ev_ssize_t)(FRAME_HDR_LEN + len));
-		env = msg_unpack(body + FRAME_HDR_LEN, len, &err);
+		env = msg_unpack_alloc(
+			body + FRAME_HDR_LEN, len, &err,
+			c->srv->p.arena_decode ? &c->srv->pb_alloc : NULL);
 		evbuffer_drain(in, FRAME_HDR_LEN + len);
 		c->srv->stats.frames_in++;
 		c->srv->stats.bytes_in += FRAME_HDR_LEN + len;
 		handled++;
 		if (env == NULL) {
+			/* A failed decode may have left arena memory. */
+			if (c->srv->p.arena_decode)
+				arena_reset(&c->srv->decode);
 			srv_reject(c, &err);
 			return;
 		}
 		if (srv_dispatch(c, env) < 0) {
-			msg_free(env);
+			srv_release(c->srv, env);
 			return;
 		}
-		msg_free(env);
+		srv_release(c->srv, env);
 	}
 }
 
@@ -760,6 +796,7 @@ srv_free(struct srv *s)
 			free(s->unix_paths[i]);
 		}
 	}
+	arena_free(&s->decode);
 	free((char *)s->p.daemon);
 	free((char *)s->p.node);
 	free((char *)s->p.job_id);

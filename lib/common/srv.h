@@ -102,6 +102,12 @@ struct srv_params {
 	const char *job_id; /* c4d-master: its job, else NULL */
 	const struct srv_conf *conf;
 	const struct cfg_list *creds; /* struct auth_credential items */
+	/*
+	 * Decode each frame into one reusable arena instead of malloc'ing
+	 * every field: for daemons whose handlers copy what they keep and
+	 * never hold a pointer into a message after on_message returns.
+	 */
+	int arena_decode;
 };
 
 struct srv *srv_new(struct event_base *base, const struct srv_params *p,

@@ -677,10 +677,17 @@ msg_pack_frame(const C4__Envelope *env, uint8_t *out)
 C4__Envelope *
 msg_unpack(const uint8_t *body, size_t len, struct msg_err *err)
 {
+	return msg_unpack_alloc(body, len, err, NULL);
+}
+
+C4__Envelope *
+msg_unpack_alloc(const uint8_t *body, size_t len, struct msg_err *err,
+		 ProtobufCAllocator *alloc)
+{
 	const struct msg_type_info *ti;
 	C4__Envelope *env;
 
-	env = c4__envelope__unpack(NULL, len, body);
+	env = c4__envelope__unpack(alloc, len, body);
 	if (env == NULL) {
 		msg_fail(err, C4__ERROR_CODE__ERR_MALFORMED,
 			 "frame of %zu bytes is not a valid envelope", len);
@@ -709,7 +716,7 @@ msg_unpack(const uint8_t *body, size_t len, struct msg_err *err)
 		goto fail;
 	return env;
 fail:
-	c4__envelope__free_unpacked(env, NULL);
+	c4__envelope__free_unpacked(env, alloc);
 	return NULL;
 }
 

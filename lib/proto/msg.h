@@ -67,6 +67,13 @@ size_t msg_pack_frame(const C4__Envelope *env, uint8_t *out);
  * ERR_INVALID.
  */
 C4__Envelope *msg_unpack(const uint8_t *body, size_t len, struct msg_err *err);
+/*
+ * The same with a protobuf-c allocator (NULL: malloc); an envelope from an
+ * allocator whose free does nothing is released with the allocator's
+ * memory, not with msg_free().
+ */
+C4__Envelope *msg_unpack_alloc(const uint8_t *body, size_t len,
+			       struct msg_err *err, ProtobufCAllocator *alloc);
 void msg_free(C4__Envelope *env);
 
 /* May a peer authenticated with role send messages of this type? */
