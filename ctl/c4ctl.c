@@ -352,29 +352,26 @@ ctl_event_row(const C4__Event *ev)
 
 	gmtime_r(&secs, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	/* Each suspect as "role host/nic rN" (rank roles: "role host gpuN"). */
 	for (size_t i = 0; i < ev->n_suspects && n < CTL_SUSPECTS_MAX; i++) {
 		const C4__Suspect *x = ev->suspects[i];
-		int k = snprintf(sus + n, sizeof(sus) - n, "%s%s", i ? "," : "",
-				 evjson_role_name(x->role));
+		char one[160];
+		int k;
 
+		if (x->role == C4__SUSPECT_ROLE__SUSPECT_RANK ||
+		    x->nic == NULL || strcmp(x->nic, "-") == 0)
+			snprintf(one, sizeof(one), "%s %s gpu%u r%u",
+				 evjson_role_name(x->role),
+				 x->host ? x->host : "?", x->gpu, x->rank);
+		else
+			snprintf(one, sizeof(one), "%s %s/%s r%u",
+				 evjson_role_name(x->role),
+				 x->host ? x->host : "?", x->nic, x->rank);
+		k = snprintf(sus + n, sizeof(sus) - n, "%s%s", i ? ", " : "",
+			     one);
 		if (k > 0)
 			n = n + (size_t)k < sizeof(sus) ? n + (size_t)k
 							: sizeof(sus) - 1;
-		if (x->has_rank && n < CTL_SUSPECTS_MAX) {
-			k = snprintf(sus + n, sizeof(sus) - n, " rank %u",
-				     x->rank);
-			if (k > 0)
-				n = n + (size_t)k < sizeof(sus)
-					    ? n + (size_t)k
-					    : sizeof(sus) - 1;
-		}
-		if (x->host != NULL && n < CTL_SUSPECTS_MAX) {
-			k = snprintf(sus + n, sizeof(sus) - n, "@%s", x->host);
-			if (k > 0)
-				n = n + (size_t)k < sizeof(sus)
-					    ? n + (size_t)k
-					    : sizeof(sus) - 1;
-		}
 	}
 	printf("%-20s  %-24s  %-8s  %-19s  %-24s  %s\n", when,
 	       ev->id ? ev->id : "", evjson_state_name(ev->state),
