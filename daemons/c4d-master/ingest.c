@@ -16,6 +16,7 @@
 #include "c4matrix.h"
 #include "log.h"
 #include "sketch.h"
+#include "vec.h"
 
 /* ---- small maps ------------------------------------------------------------
  */
@@ -122,25 +123,6 @@ u64map_free(struct u64map *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* Grows *v (of *cap elements of sz bytes) to hold n; 0 or -1. */
-static int
-ing_reserve(void **v, size_t *cap, size_t n, size_t sz)
-{
-	size_t c = *cap ? *cap : 16;
-	void *p;
-
-	if (n <= *cap)
-		return 0;
-	while (c < n)
-		c *= 2;
-	p = realloc(*v, c * sz);
-	if (p == NULL)
-		return -1;
-	*v = p;
-	*cap = c;
-	return 0;
-}
-
 /* ---- state -----------------------------------------------------------------
  */
 
@@ -176,8 +158,9 @@ struct ing_comm {
 };
 
 struct ing_event {
-	uint64_t cid; /* the engine's id */
-	char id[48];  /* public id */
+	uint64_t cid;  /* the engine's id (0: adopted, not seen yet) */
+	uint64_t skey; /* stable across restarts: kind and suspects' names */
+	char id[48];   /* public id */
 	uint64_t revision;
 	uint64_t first_seen_ns;
 	uint64_t adopted_at; /* tick of adoption; 0 if not adopted */
@@ -193,6 +176,7 @@ struct ingest {
 	struct matrix *m;
 	struct ingest_stats st;
 	uint64_t tick;
+	uint64_t data_ticks; /* ticks in which some host reported */
 
 	struct ing_host *hosts;
 	size_t nhosts, chosts;
@@ -240,7 +224,7 @@ ing_host_find(struct ingest *g, const char *name, int create, uint32_t *id)
 	}
 	if (!create || g->nhosts >= INGEST_HOSTS_MAX)
 		return NULL;
-	if (ing_reserve((void **)&g->hosts, &g->chosts, g->nhosts + 1,
+	if (vec_reserve((void **)&g->hosts, &g->chosts, g->nhosts + 1,
 			sizeof(*g->hosts)) < 0)
 		return NULL;
 	i = (uint32_t)g->nhosts;
@@ -333,7 +317,7 @@ ingest_register(struct ingest *g, const C4__CommRegister *m,
 			return -1;
 		}
 	} else {
-		if (ing_reserve((void **)&g->comms, &g->ccomms, g->ncomms + 1,
+		if (vec_reserve((void **)&g->comms, &g->ccomms, g->ncomms + 1,
 				sizeof(*g->comms)) < 0)
 			return -1;
 		ci = (uint32_t)g->ncomms;
@@ -486,7 +470,7 @@ ing_window_coll(struct ing_window *w, const C4__RankCollSummary *c,
 {
 	struct c4m_coll *o;
 
-	if (ing_reserve((void **)&w->coll, &w->ccoll, w->ncoll + 1,
+	if (vec_reserve((void **)&w->coll, &w->ccoll, w->ncoll + 1,
 			sizeof(*w->coll)) < 0)
 		return -1;
 	o = &w->coll[w->ncoll++];
@@ -547,9 +531,9 @@ ing_window_fill(struct ing_window *w, const C4__TelemetryBatch *b)
 		if (ing_window_coll(w, &c, NULL, p) < 0)
 			return -1;
 	}
-	if (ing_reserve((void **)&w->conn, &w->cconn, b->n_conns,
+	if (vec_reserve((void **)&w->conn, &w->cconn, b->n_conns,
 			sizeof(*w->conn)) < 0 ||
-	    ing_reserve((void **)&w->wait, &w->cwait, b->n_waits,
+	    vec_reserve((void **)&w->wait, &w->cwait, b->n_waits,
 			sizeof(*w->wait)) < 0)
 		return -1;
 	for (size_t i = 0; i < b->n_conns; i++) {
@@ -634,9 +618,65 @@ static struct ing_event *
 ing_event_find(struct ingest *g, uint64_t cid)
 {
 	for (size_t i = 0; i < g->nevents; i++)
-		if (g->events[i].cid == cid && g->events[i].live)
+		if (g->events[i].cid == cid && cid != 0 && g->events[i].live)
 			return &g->events[i];
 	return NULL;
+}
+
+/* An adopted event (not yet seen by this run's engine) with key skey. */
+static struct ing_event *
+ing_event_adopted(struct ingest *g, uint64_t skey)
+{
+	for (size_t i = 0; i < g->nevents; i++)
+		if (g->events[i].live && g->events[i].cid == 0 &&
+		    g->events[i].skey == skey)
+			return &g->events[i];
+	return NULL;
+}
+
+static const char *ing_host_name(const struct ingest *g, uint32_t id);
+static const char *ing_nic_name(const struct ingest *g, uint32_t host,
+				uint16_t nic);
+
+static uint64_t
+ing_fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/*
+ * A key for "the same anomaly" that survives a restart: the engine's own
+ * id hashes its host numbers, which follow the order hosts first report;
+ * this one hashes the kind and each suspect's role, host and NIC names,
+ * GPU and port.
+ */
+static uint64_t
+ing_stable_key(const struct ingest *g, const struct c4m_event *e)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	h = ing_fnv(h, &e->kind, sizeof(e->kind));
+	for (unsigned i = 0; i < e->nsuspects; i++) {
+		const struct c4m_suspect *s = &e->suspects[i];
+		const char *host = ing_host_name(g, s->host);
+		const char *nic = ing_nic_name(g, s->host, s->nic);
+		const char *phost = ing_host_name(g, s->peer_host);
+		const char *pnic = ing_nic_name(g, s->peer_host, s->peer_nic);
+
+		h = ing_fnv(h, &s->role, sizeof(s->role));
+		h = ing_fnv(h, host, strlen(host) + 1);
+		h = ing_fnv(h, nic, strlen(nic) + 1);
+		h = ing_fnv(h, &s->gpu, sizeof(s->gpu));
+		h = ing_fnv(h, &s->port, sizeof(s->port));
+		h = ing_fnv(h, phost, strlen(phost) + 1);
+		h = ing_fnv(h, pnic, strlen(pnic) + 1);
+		h = ing_fnv(h, &s->peer_gpu, sizeof(s->peer_gpu));
+	}
+	return h;
 }
 
 static void
@@ -652,7 +692,7 @@ ing_event_new(struct ingest *g, uint64_t cid)
 {
 	struct ing_event *e;
 
-	if (ing_reserve((void **)&g->events, &g->cevents, g->nevents + 1,
+	if (vec_reserve((void **)&g->events, &g->cevents, g->nevents + 1,
 			sizeof(*g->events)) < 0)
 		return NULL;
 	e = &g->events[g->nevents++];
@@ -882,8 +922,13 @@ ing_on_event(struct ingest *g, const struct c4m_event *e, uint64_t now_ns)
 	struct ing_event *t = ing_event_find(g, e->id);
 
 	if (e->state == C4M_ST_OPEN) {
+		uint64_t skey = ing_stable_key(g, e);
+
+		if (t == NULL)
+			t = ing_event_adopted(g, skey);
 		if (t != NULL) {
 			/* Adopted after a restart: continue, no second open. */
+			t->cid = e->id;
 			t->adopted_at = 0;
 			ing_publish(g, e, t, C4__EVENT_STATE__EVENT_UPDATED,
 				    now_ns);
@@ -892,12 +937,13 @@ ing_on_event(struct ingest *g, const struct c4m_event *e, uint64_t now_ns)
 		t = ing_event_new(g, e->id);
 		if (t == NULL)
 			return;
+		t->skey = skey;
 		t->first_seen_ns = now_ns;
 		t->kind = ing_kind(e->kind);
 		if (e->kind <= C4M_EV_COMM_SLOW_AMBIG ||
 		    e->kind == C4M_EV_COMM_HANG)
 			g->hot_comm = e->comm;
-		snprintf(t->id, sizeof(t->id), "%016" PRIx64 "-%" PRIu64, e->id,
+		snprintf(t->id, sizeof(t->id), "%016" PRIx64 "-%" PRIu64, skey,
 			 now_ns / 1000000);
 		ing_publish(g, e, t, C4__EVENT_STATE__EVENT_OPEN, now_ns);
 		return;
@@ -921,7 +967,7 @@ ing_expire_adopted(struct ingest *g, uint64_t now_ns)
 		struct ing_event *t = &g->events[i];
 
 		if (t->adopted_at != 0 &&
-		    g->tick >= t->adopted_at + INGEST_ADOPT_GRACE) {
+		    g->data_ticks >= t->adopted_at + INGEST_ADOPT_GRACE) {
 			struct c4m_event e;
 
 			memset(&e, 0, sizeof(e));
@@ -942,22 +988,24 @@ int
 ingest_adopt(struct ingest *g, const C4__Event *ev)
 {
 	struct ing_event *t;
-	uint64_t cid;
+	uint64_t skey;
 	char *end;
 
 	if (ev->id == NULL || strlen(ev->id) < 17 || ev->id[16] != '-')
 		return -1;
-	cid = strtoull(ev->id, &end, 16);
-	if (end != ev->id + 16 || ing_event_find(g, cid) != NULL)
+	skey = strtoull(ev->id, &end, 16);
+	if (end != ev->id + 16 || ing_event_adopted(g, skey) != NULL)
 		return -1;
-	t = ing_event_new(g, cid);
+	t = ing_event_new(g, 0);
 	if (t == NULL)
 		return -1;
+	t->skey = skey;
 	snprintf(t->id, sizeof(t->id), "%s", ev->id);
 	t->revision = ev->revision;
 	t->first_seen_ns = ev->first_seen_ns;
 	t->kind = ev->kind;
-	t->adopted_at = g->tick + 1;
+	/* Counted in intervals with data: agents may take a while back. */
+	t->adopted_at = g->data_ticks + 1;
 	return 0;
 }
 
@@ -970,7 +1018,7 @@ ing_append(void **dst, size_t *n, size_t *cap, const void *src, size_t k,
 {
 	if (k == 0)
 		return 0;
-	if (ing_reserve(dst, cap, *n + k, sz) < 0)
+	if (vec_reserve(dst, cap, *n + k, sz) < 0)
 		return -1;
 	memcpy((char *)*dst + *n * sz, src, k * sz);
 	*n += k;
@@ -996,7 +1044,7 @@ ingest_tick(struct ingest *g, uint64_t now_ns)
 
 	g->tick++;
 	g->ncoll = g->nconn = g->nwait = 0;
-	if (ing_reserve((void **)&g->heard, &g->cheard,
+	if (vec_reserve((void **)&g->heard, &g->cheard,
 			g->nhosts ? g->nhosts : 1, sizeof(*g->heard)) < 0)
 		return -1;
 	for (size_t i = 0; i < g->nhosts; i++) {
@@ -1024,6 +1072,8 @@ ingest_tick(struct ingest *g, uint64_t now_ns)
 		 */
 		h->heard = h->nq > 0;
 	}
+	if (nheard > 0)
+		g->data_ticks++;
 	memset(&in, 0, sizeof(in));
 	in.interval = g->tick;
 	in.coll = g->coll;

@@ -24,7 +24,7 @@
 #include "msg.h"
 
 #define INGEST_QUEUE_MAX    3	  /* windows kept per host */
-#define INGEST_ADOPT_GRACE  8	  /* intervals to re-confirm adopted events */
+#define INGEST_ADOPT_GRACE  8	  /* intervals with data to re-confirm */
 #define INGEST_MATRIX_CELLS 65536 /* cells in one matrix reply */
 #define INGEST_RANKS_REPLY  65536 /* ranks in one ranks reply */
 #define INGEST_HOSTS_MAX    (1u << 20)

@@ -32,6 +32,7 @@
 #include "c4scenario.h"
 #include "cfg.h"
 #include "sketch.h"
+#include "vec.h"
 
 #define SIM_HOSTS_MAX	  4096
 #define SIM_AGENT_WAIT_MS 20000 /* for an agent's socket to appear */
@@ -478,25 +479,6 @@ sim_register(struct sim *m, struct sim_rankmap **out, uint32_t *nout)
 	return 0;
 }
 
-/* Grows an array of *cap elements of sz bytes to hold n; 0 or -1. */
-static int
-sim_grow(void **v, size_t *cap, size_t n, size_t sz)
-{
-	size_t c = *cap ? *cap : 64;
-	void *p;
-
-	if (n <= *cap)
-		return 0;
-	while (c < n)
-		c *= 2;
-	p = realloc(*v, c * sz);
-	if (p == NULL)
-		return -1;
-	*v = p;
-	*cap = c;
-	return 0;
-}
-
 /* Splits one interval of the whole job by host and reports it. */
 static int
 sim_report(struct sim *m, uint32_t iv, const struct c4m_input *in,
@@ -564,10 +546,10 @@ sim_report(struct sim *m, uint32_t iv, const struct c4m_input *in,
 		if (b->ncoll == b->ccoll) {
 			size_t cops = b->ccoll;
 
-			if (sim_grow((void **)&b->coll, &b->ccoll, b->ncoll + 1,
-				     sizeof(*b->coll)) < 0 ||
-			    sim_grow((void **)&b->ops, &cops, b->ncoll + 1,
-				     sizeof(*b->ops)) < 0)
+			if (vec_reserve((void **)&b->coll, &b->ccoll,
+					b->ncoll + 1, sizeof(*b->coll)) < 0 ||
+			    vec_reserve((void **)&b->ops, &cops, b->ncoll + 1,
+					sizeof(*b->ops)) < 0)
 				return -1;
 		}
 		o = &b->coll[b->ncoll];
@@ -586,8 +568,8 @@ sim_report(struct sim *m, uint32_t iv, const struct c4m_input *in,
 			o->first_seq_completed = c->seq_done_first;
 			o->last_seq_completed = c->seq_done;
 		}
-		if (sim_grow((void **)&b->prog, &b->cprog, b->nprog + 1,
-			     sizeof(*b->prog)) < 0)
+		if (vec_reserve((void **)&b->prog, &b->cprog, b->nprog + 1,
+				sizeof(*b->prog)) < 0)
 			return -1;
 		memset(&b->prog[b->nprog], 0, sizeof(b->prog[0]));
 		b->prog[b->nprog].comm_hash = c->comm;
@@ -627,8 +609,8 @@ sim_report(struct sim *m, uint32_t iv, const struct c4m_input *in,
 		if (h >= m->nhosts)
 			continue;
 		b = &bufs[h];
-		if (sim_grow((void **)&b->conn, &b->cconn, b->nconn + 1,
-			     sizeof(*b->conn)) < 0)
+		if (vec_reserve((void **)&b->conn, &b->cconn, b->nconn + 1,
+				sizeof(*b->conn)) < 0)
 			return -1;
 		o = &b->conn[b->nconn++];
 		memset(o, 0, sizeof(*o));
@@ -655,8 +637,8 @@ sim_report(struct sim *m, uint32_t iv, const struct c4m_input *in,
 		if (h >= m->nhosts)
 			continue;
 		b = &bufs[h];
-		if (sim_grow((void **)&b->wait, &b->cwait, b->nwait + 1,
-			     sizeof(*b->wait)) < 0)
+		if (vec_reserve((void **)&b->wait, &b->cwait, b->nwait + 1,
+				sizeof(*b->wait)) < 0)
 			return -1;
 		o = &b->wait[b->nwait++];
 		memset(o, 0, sizeof(*o));
