@@ -4,6 +4,8 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,13 +20,57 @@
 #include <time.h>
 #include <unistd.h>
 
-static long
+long
 th_now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+int
+th_free_port(void)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd < 0)
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+int
+th_ctl(const char *addr, const char *token, char *out, size_t outlen, ...)
+{
+	char *argv[TH_CTL_ARGS_MAX + 6], err[4096];
+	const char *a;
+	va_list ap;
+	int n = 0, rc;
+
+	argv[n++] = (char *)th_bin("ctl/c4ctl");
+	argv[n++] = (char *)"-s";
+	argv[n++] = (char *)addr;
+	argv[n++] = (char *)"-t";
+	argv[n++] = (char *)token;
+	va_start(ap, outlen);
+	while (n < TH_CTL_ARGS_MAX + 5 &&
+	       (a = va_arg(ap, const char *)) != NULL)
+		argv[n++] = (char *)a;
+	va_end(ap);
+	argv[n] = NULL;
+	rc = th_run(argv, out, outlen, err, sizeof(err), TH_CTL_TIMEOUT_MS);
+	if (rc != 0)
+		fprintf(stderr, "c4ctl exit %d: %s\n", rc, err);
+	return rc;
 }
 
 /* env's directory (or fallback) joined with relpath, in a small ring. */

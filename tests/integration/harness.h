@@ -29,6 +29,20 @@ struct th_daemon {
 	char http[256];		  /* host:port of its HTTP endpoints, if any */
 };
 
+#define TH_CTL_ARGS_MAX	  10
+#define TH_CTL_TIMEOUT_MS 10000
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+long th_now_ms(void);
+/* A loopback TCP port free at the time of the call (restarts in place). */
+int th_free_port(void);
+/*
+ * Runs c4ctl -s addr -t token ARGS... (NULL-terminated, at most
+ * TH_CTL_ARGS_MAX) with stdout in out; its stderr is printed on failure.
+ * Returns the exit status, or -1.
+ */
+int th_ctl(const char *addr, const char *token, char *out, size_t outlen, ...);
+
 /* Absolute path of a built program, e.g. "daemons/c4d-master/c4d-master". */
 const char *th_bin(const char *relpath);
 /* Path of a file in tests/data. */

@@ -27,34 +27,6 @@
 #define WAIT_MS	    20000 /* bound on waiting for a counter */
 #define REPORTS	    4
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
-/* A loopback port free at the time of the call (for restarts in place). */
-static int
-free_port(void)
-{
-	struct sockaddr_in sa;
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	ck_assert_int_ge(fd, 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 static void
 start_master(struct th_daemon *d, const char *job, const char *listen)
 {
@@ -155,10 +127,10 @@ static long long
 wait_counter(const struct th_daemon *d, const char *name, const char *label,
 	     long long min)
 {
-	long deadline = now_ms() + WAIT_MS;
+	long deadline = th_now_ms() + WAIT_MS;
 	long long v;
 
-	while ((v = counter(d, name, label)) < min && now_ms() < deadline)
+	while ((v = counter(d, name, label)) < min && th_now_ms() < deadline)
 		usleep(50000);
 	ck_assert_msg(v >= min, "%s%s%s is %lld, expected at least %lld", name,
 		      label ? " of " : "", label ? label : "", v, min);
@@ -242,13 +214,13 @@ client_run(void *p)
 		sketch_reset(&k);
 	}
 	/* Sent before close, so that close's bounded flush is not needed. */
-	deadline = now_ms() + WAIT_MS;
+	deadline = th_now_ms() + WAIT_MS;
 	do {
 		c4client_stats(c, &a->st);
 		if (a->st.reports_sent == (uint64_t)a->reports)
 			break;
 		usleep(10000);
-	} while (now_ms() < deadline);
+	} while (th_now_ms() < deadline);
 	c4client_close(c);
 	sketch_free(&k);
 	return NULL;
@@ -376,7 +348,7 @@ START_TEST(test_master_crash_and_restart)
 	struct client_arg a;
 	long long buffered, regs;
 
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", th_free_port());
 	start_master(&m, "job-a", addr);
 	start_agent(&ag, "1MiB", masters);
 	wait_counter(&ag, "master_connected", "job-a", 1);
@@ -412,7 +384,7 @@ START_TEST(test_tiny_buffer_drops_are_reported)
 	struct client_arg a;
 
 	/* No master yet: the agent buffers into 1 KiB and drops. */
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port());
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", th_free_port());
 	start_agent(&ag, "1KiB", masters);
 	a = (struct client_arg){ag.unix_path, "job-a", 0x66, 0, 8, 3, 0, {0}};
 	client_run(&a);
@@ -463,8 +435,8 @@ START_TEST(test_client_drops_travel)
 	c4client_stats(c, &st);
 	ck_assert_uint_eq(st.reports_dropped, 1);
 	ck_assert_uint_eq(st.records_dropped, 400);
-	deadline = now_ms() + WAIT_MS;
-	while (st.reports_sent < 1 && now_ms() < deadline) {
+	deadline = th_now_ms() + WAIT_MS;
+	while (st.reports_sent < 1 && th_now_ms() < deadline) {
 		usleep(10000);
 		c4client_stats(c, &st);
 	}
@@ -550,12 +522,12 @@ START_TEST(test_unconfigured_job_refused)
 	o = (struct c4client_opts){ag.unix_path, "job-x", CCL_TOKEN, NULL, 0};
 	cl = c4client_open(&o);
 	ck_assert_ptr_nonnull(cl);
-	deadline = now_ms() + WAIT_MS;
+	deadline = th_now_ms() + WAIT_MS;
 	do {
 		usleep(20000);
 		c4client_stats(cl, &st);
 	} while (strstr(st.last_error, "no master") == NULL &&
-		 now_ms() < deadline);
+		 th_now_ms() < deadline);
 	ck_assert_msg(strstr(st.last_error, "no master") != NULL, "%s",
 		      st.last_error);
 	ck_assert_int_eq(st.connected, 0);

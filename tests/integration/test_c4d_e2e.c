@@ -36,33 +36,6 @@
 #define AGENT_TOKEN "e2e-agent-token-01"
 #define WAIT_MS	    40000
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
-static int
-free_port(void)
-{
-	struct sockaddr_in sa;
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	ck_assert_int_ge(fd, 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 /* A child process with its output in log; killed with the test. */
 static pid_t
 spawn(char *const argv[], const char *log)
@@ -88,10 +61,10 @@ spawn(char *const argv[], const char *log)
 static int
 reap(pid_t pid, long ms)
 {
-	long deadline = now_ms() + ms;
+	long deadline = th_now_ms() + ms;
 	int status;
 
-	while (now_ms() < deadline) {
+	while (th_now_ms() < deadline) {
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 		usleep(20000);
@@ -113,7 +86,7 @@ sink_start(struct sink *s)
 	char port[16] = "0", path[128], log[128];
 	char *argv[] = {(char *)th_bin("tests/integration/c4-test-sink"),
 			s->dir, port, NULL};
-	long deadline = now_ms() + WAIT_MS;
+	long deadline = th_now_ms() + WAIT_MS;
 	FILE *fp = NULL;
 
 	snprintf(s->dir, sizeof(s->dir), "/tmp/c4-e2e-sink-XXXXXX");
@@ -121,7 +94,7 @@ sink_start(struct sink *s)
 	snprintf(path, sizeof(path), "%s/port", s->dir);
 	snprintf(log, sizeof(log), "%s/sink.log", s->dir);
 	s->pid = spawn(argv, log);
-	while (now_ms() < deadline && (fp = fopen(path, "r")) == NULL)
+	while (th_now_ms() < deadline && (fp = fopen(path, "r")) == NULL)
 		usleep(20000);
 	ck_assert_ptr_nonnull(fp);
 	ck_assert_int_eq(fscanf(fp, "%d", &s->port), 1);
@@ -161,7 +134,8 @@ master_start(struct master *m, const struct sink *s)
 		snprintf(m->state, sizeof(m->state),
 			 "/tmp/c4-e2e-state-XXXXXX");
 		ck_assert_ptr_nonnull(mkdtemp(m->state));
-		m->port = free_port();
+		m->port = th_free_port();
+		ck_assert_int_gt(m->port, 0);
 		snprintf(m->conf, sizeof(m->conf),
 			 "job: e2e-job\n"
 			 "state_dir: %s\n"
@@ -227,18 +201,9 @@ static int
 ctl_json(const struct master *m, const char *cmd, char *out, size_t len)
 {
 	char addr[64];
-	char *argv[] = {(char *)th_bin("ctl/c4ctl"),
-			(char *)"-s",
-			addr,
-			(char *)"-t",
-			(char *)OPS_TOKEN,
-			(char *)"-o",
-			(char *)"json",
-			(char *)cmd,
-			NULL};
 
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", m->port);
-	return th_run(argv, out, len, NULL, 0, 10000);
+	return th_ctl(addr, OPS_TOKEN, out, len, "-o", "json", cmd, NULL);
 }
 
 /* Polls events until one line holds every needle; 0 or -1. */
@@ -246,10 +211,10 @@ static int
 wait_event(const struct master *m, const char *n1, const char *n2, char *line,
 	   size_t len)
 {
-	long deadline = now_ms() + WAIT_MS;
+	long deadline = th_now_ms() + WAIT_MS;
 	static char out[1 << 16];
 
-	while (now_ms() < deadline) {
+	while (th_now_ms() < deadline) {
 		char *save, *l;
 
 		if (ctl_json(m, "events", out, sizeof(out)) == 0)
@@ -369,9 +334,9 @@ START_TEST(test_fault_to_store_and_webhook)
 			 1);
 	/* One delivery of the open and one of the resolution. */
 	{
-		long deadline = now_ms() + WAIT_MS;
+		long deadline = th_now_ms() + WAIT_MS;
 
-		while (now_ms() < deadline &&
+		while (th_now_ms() < deadline &&
 		       sink_count(&s, "\"type\":\"io.c4.event.resolved\"") < 1)
 			usleep(100000);
 	}
@@ -434,17 +399,17 @@ START_TEST(test_master_killed_and_restarted)
 			 0);
 	json_str(line, "id", id, sizeof(id));
 	/* The open is committed (delivered) before the crash. */
-	deadline = now_ms() + WAIT_MS;
-	while (now_ms() < deadline &&
+	deadline = th_now_ms() + WAIT_MS;
+	while (th_now_ms() < deadline &&
 	       sink_count(&s, "\"type\":\"io.c4.event.open\"") < 1)
 		usleep(100000);
 	ck_assert_int_eq(th_kill(&m.d), 0);
 	/* Same port, same state: the agents reconnect on their own. */
 	master_start(&m, &s);
 	snprintf(pat, sizeof(pat), "\"id\":\"%s\"", id);
-	deadline = now_ms() + WAIT_MS;
+	deadline = th_now_ms() + WAIT_MS;
 	for (;;) {
-		ck_assert_int_lt(now_ms(), deadline);
+		ck_assert_int_lt(th_now_ms(), deadline);
 		ck_assert_int_eq(ctl_json(&m, "events", out, sizeof(out)), 0);
 		/* The event continues: updated under its id after restart. */
 		if (strstr(out, pat) && strstr(out, "\"state\":\"updated\""))

@@ -51,29 +51,7 @@ static int
 ctl(const struct th_daemon *d, char *out, size_t outlen, const char *a1,
     const char *a2, const char *a3, const char *a4, const char *a5)
 {
-	char *argv[16], err[4096];
-	int n = 0, rc;
-
-	argv[n++] = (char *)th_bin("ctl/c4ctl");
-	argv[n++] = (char *)"-s";
-	argv[n++] = (char *)d->tcp;
-	argv[n++] = (char *)"-t";
-	argv[n++] = (char *)OPS_TOKEN;
-	if (a1)
-		argv[n++] = (char *)a1;
-	if (a2)
-		argv[n++] = (char *)a2;
-	if (a3)
-		argv[n++] = (char *)a3;
-	if (a4)
-		argv[n++] = (char *)a4;
-	if (a5)
-		argv[n++] = (char *)a5;
-	argv[n] = NULL;
-	rc = th_run(argv, out, outlen, err, sizeof(err), TIMEOUT_MS);
-	if (rc != 0)
-		fprintf(stderr, "c4ctl exit %d: %s\n", rc, err);
-	return rc;
+	return th_ctl(d->tcp, OPS_TOKEN, out, outlen, a1, a2, a3, a4, a5, NULL);
 }
 
 static long long

@@ -83,29 +83,7 @@ static int
 ctl(const struct th_daemon *d, const char *token, char *out, size_t outlen,
     const char *a1, const char *a2, const char *a3, const char *a4)
 {
-	char *argv[16];
-	int n = 0;
-	char err[4096];
-	int rc;
-
-	argv[n++] = (char *)th_bin("ctl/c4ctl");
-	argv[n++] = (char *)"-s";
-	argv[n++] = (char *)d->tcp;
-	argv[n++] = (char *)"-t";
-	argv[n++] = (char *)token;
-	if (a1)
-		argv[n++] = (char *)a1;
-	if (a2)
-		argv[n++] = (char *)a2;
-	if (a3)
-		argv[n++] = (char *)a3;
-	if (a4)
-		argv[n++] = (char *)a4;
-	argv[n] = NULL;
-	rc = th_run(argv, out, outlen, err, sizeof(err), TIMEOUT_MS);
-	if (rc != 0)
-		fprintf(stderr, "c4ctl exit %d: %s\n", rc, err);
-	return rc;
+	return th_ctl(d->tcp, token, out, outlen, a1, a2, a3, a4, NULL);
 }
 
 /* Reads one counter from `c4ctl -o json status` output. */

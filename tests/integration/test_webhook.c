@@ -36,15 +36,6 @@ struct proc {
 	int out; /* its stdout */
 };
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 static void
 nap(void)
 {
@@ -79,10 +70,10 @@ proc_start(struct proc *p, char *const argv[])
 static int
 proc_line(struct proc *p, char *buf, size_t len)
 {
-	long deadline = now_ms() + WAIT_MS;
+	long deadline = th_now_ms() + WAIT_MS;
 	size_t n = 0;
 
-	while (n + 1 < len && now_ms() < deadline) {
+	while (n + 1 < len && th_now_ms() < deadline) {
 		struct pollfd pfd = {p->out, POLLIN, 0};
 
 		if (poll(&pfd, 1, 100) <= 0)
@@ -101,12 +92,12 @@ proc_line(struct proc *p, char *buf, size_t len)
 static int
 proc_wait(struct proc *p)
 {
-	long deadline = now_ms() + WAIT_MS;
+	long deadline = th_now_ms() + WAIT_MS;
 	int status;
 
 	close(p->in);
 	close(p->out);
-	while (now_ms() < deadline) {
+	while (th_now_ms() < deadline) {
 		pid_t r = waitpid(p->pid, &status, WNOHANG);
 
 		if (r == p->pid)
@@ -162,7 +153,7 @@ sink_start(struct sink *s)
 	char *argv[] = {(char *)th_bin("tests/integration/c4-test-sink"),
 			s->dir, port, NULL};
 	char path[128];
-	long deadline = now_ms() + WAIT_MS;
+	long deadline = th_now_ms() + WAIT_MS;
 	FILE *fp = NULL;
 
 	/* A restarted sink takes its old port, where the webhook points. */
@@ -175,7 +166,7 @@ sink_start(struct sink *s)
 	sink_file(s, "port", path, sizeof(path));
 	unlink(path);
 	proc_start(&s->p, argv);
-	while (now_ms() < deadline && (fp = fopen(path, "r")) == NULL)
+	while (th_now_ms() < deadline && (fp = fopen(path, "r")) == NULL)
 		nap();
 	ck_assert_ptr_nonnull(fp);
 	ck_assert_int_eq(fscanf(fp, "%d", &s->port), 1);
@@ -228,9 +219,9 @@ sink_count(const struct sink *s, const char *name)
 static int
 wait_count(const struct sink *s, const char *name, int want)
 {
-	long deadline = now_ms() + WAIT_MS;
+	long deadline = th_now_ms() + WAIT_MS;
 
-	while (now_ms() < deadline) {
+	while (th_now_ms() < deadline) {
 		if (sink_count(s, name) >= want)
 			return 0;
 		nap();
@@ -327,9 +318,9 @@ db_int(const char *dir, const char *sql)
 static int
 wait_db(const char *dir, const char *sql, long long want)
 {
-	long deadline = now_ms() + WAIT_MS;
+	long deadline = th_now_ms() + WAIT_MS;
 
-	while (now_ms() < deadline) {
+	while (th_now_ms() < deadline) {
 		if (db_int(dir, sql) == want)
 			return 0;
 		nap();
@@ -581,8 +572,8 @@ START_TEST(test_store_blocked_health)
 			 SQLITE_OK);
 	pipe_cmd(&p, "publish b-2 open");
 	pipe_cmd(&p, "publish b-1 resolved");
-	deadline = now_ms() + WAIT_MS;
-	while (now_ms() < deadline &&
+	deadline = th_now_ms() + WAIT_MS;
+	while (th_now_ms() < deadline &&
 	       (code = http_get(http, "GET", "/healthz", body, sizeof(body))) ==
 		       200)
 		nap();
@@ -598,8 +589,8 @@ START_TEST(test_store_blocked_health)
 	ck_assert_int_eq(sink_ids(&s, "received", ids, 8), 3);
 	ck_assert_str_eq(ids[1], "b-2/1");
 	ck_assert_str_eq(ids[2], "b-1/2");
-	deadline = now_ms() + WAIT_MS;
-	while (now_ms() < deadline &&
+	deadline = th_now_ms() + WAIT_MS;
+	while (th_now_ms() < deadline &&
 	       (code = http_get(http, "GET", "/healthz", body, sizeof(body))) !=
 		       200)
 		nap();
@@ -765,11 +756,11 @@ START_TEST(test_master_events_and_metrics)
 		ck_assert_str_eq(ids[2], "a-2/2");
 	}
 	{
-		long deadline = now_ms() + WAIT_MS;
+		long deadline = th_now_ms() + WAIT_MS;
 		int ok = 0;
 
 		/* The mark follows the answer: poll until it shows. */
-		while (!ok && now_ms() < deadline) {
+		while (!ok && th_now_ms() < deadline) {
 			ck_assert_int_eq(http_get(d.http, "GET", "/metrics",
 						  body, sizeof(body)),
 					 200);
