@@ -10,7 +10,6 @@
  * of this machine.  Faults rotate over slow receive NIC, slow transmit NIC,
  * slow connection and slow GPU at 3x, with a new seed (culprit) each run.
  */
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -18,11 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "benchproc.h"
 #include "cli.h"
 
 #define DL_RUNS_DEFAULT 20
@@ -36,34 +35,6 @@ static char dl_bin[PATH_MAX];
 
 static const char *const dl_faults[] = {"slow-rx", "slow-tx", "slow-conn",
 					"slow-gpu"};
-
-static double
-dl_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static pid_t
-dl_spawn(char *const argv[], const char *log)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (fd >= 0) {
-			dup2(fd, STDOUT_FILENO);
-			dup2(fd, STDERR_FILENO);
-		}
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	return pid;
-}
 
 /* Reads "key":NUMBER from a small file; 0 if absent. */
 static uint64_t
@@ -187,7 +158,7 @@ dl_run(unsigned run, char *kind, size_t klen)
 	{
 		char *argv[] = {master, (char *)"-d", (char *)"-f", conf, NULL};
 
-		mp = dl_spawn(argv, mlog);
+		mp = bp_spawn(argv, mlog);
 	}
 	for (int i = 0; i < 200 && dl_master_addr(mlog, addr, sizeof(addr)) < 0;
 	     i++)
@@ -221,10 +192,10 @@ dl_run(unsigned run, char *kind, size_t klen)
 				truth,
 				NULL};
 
-		sp = dl_spawn(argv, slog);
+		sp = bp_spawn(argv, slog);
 	}
-	start = dl_mono();
-	while (dl_mono() - start < DL_FAULT_AT + 2 + DL_WAIT_S) {
+	start = bp_now();
+	while (bp_now() - start < DL_FAULT_AT + 2 + DL_WAIT_S) {
 		uint64_t onset = dl_json_u64(truth, "onset_ns");
 		uint64_t seen = dl_first_event(addr, kind, klen);
 
@@ -255,15 +226,12 @@ int
 main(int argc, char **argv)
 {
 	unsigned runs = argc > 1 ? (unsigned)atoi(argv[1]) : DL_RUNS_DEFAULT;
-	ssize_t n = readlink("/proc/self/exe", dl_bin, sizeof(dl_bin) - 1);
 	double *lat;
 	unsigned got = 0;
 	char kind[64];
 
-	if (n <= 0 || runs == 0)
+	if (bp_self_dir(dl_bin, sizeof(dl_bin)) < 0 || runs == 0)
 		return 1;
-	dl_bin[n] = '\0';
-	*strrchr(dl_bin, '/') = '\0';
 	lat = calloc(runs, sizeof(*lat));
 	if (lat == NULL)
 		return 1;

@@ -10,19 +10,18 @@
  * the steady state; its peak RSS is VmHWM.  Only 'metric' lines on stdout.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "benchproc.h"
 #include "cli.h"
 
 #define ING_WARMUP_S  4
@@ -31,15 +30,6 @@
 #define ING_CCL_TOKEN "bench-ccl-token-0001"
 
 static char ing_bin[PATH_MAX];
-
-static double
-ing_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* utime + stime of pid in seconds, or -1. */
 static double
@@ -82,25 +72,6 @@ ing_hwm_kib(pid_t pid)
 			break;
 	fclose(fp);
 	return kib;
-}
-
-static pid_t
-ing_spawn(char *const argv[], const char *log)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (fd >= 0) {
-			dup2(fd, STDOUT_FILENO);
-			dup2(fd, STDERR_FILENO);
-		}
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	return pid;
 }
 
 /* Reads counters from the master's admin status. */
@@ -177,7 +148,7 @@ ing_run(unsigned ranks)
 	{
 		char *argv[] = {master, (char *)"-d", (char *)"-f", conf, NULL};
 
-		mp = ing_spawn(argv, mlog);
+		mp = bp_spawn(argv, mlog);
 	}
 	for (int i = 0; i < 200 && access(sock, F_OK) < 0; i++)
 		usleep(50000);
@@ -199,15 +170,15 @@ ing_run(unsigned ranks)
 				(char *)"1s",
 				NULL};
 
-		sp = ing_spawn(argv, slog);
+		sp = bp_spawn(argv, slog);
 	}
 	sleep(ING_WARMUP_S);
-	t0 = ing_now();
+	t0 = bp_now();
 	c0 = ing_cpu(mp);
 	if (ing_status(addr, &r0, &b0, &an) < 0)
 		goto fail;
 	sleep(ING_MEASURE_S);
-	t1 = ing_now();
+	t1 = bp_now();
 	c1 = ing_cpu(mp);
 	if (ing_status(addr, &r1, &b1, &an) < 0)
 		goto fail;
@@ -242,14 +213,11 @@ int
 main(int argc, char **argv)
 {
 	unsigned sizes[] = {4096, 16384};
-	ssize_t n = readlink("/proc/self/exe", ing_bin, sizeof(ing_bin) - 1);
 
 	(void)argc;
 	(void)argv;
-	if (n <= 0)
+	if (bp_self_dir(ing_bin, sizeof(ing_bin)) < 0)
 		return 1;
-	ing_bin[n] = '\0';
-	*strrchr(ing_bin, '/') = '\0';
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		fprintf(stderr, "bench-ingest: %u ranks, %d s\n", sizes[i],
 			ING_WARMUP_S + ING_MEASURE_S);
