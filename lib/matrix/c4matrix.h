@@ -28,6 +28,7 @@
 #define C4M_MAX_CELLS	 8	    /* triggering cells carried by one event */
 #define C4M_HIST_MAX	 16	    /* longest persistence window (n) */
 #define C4M_CLS_USABLE	 3    /* fewest cells whose median means anything */
+#define C4M_CLS_MIN	 2    /* fewest scored: a pair, on own history  */
 #define C4M_STAT_SAMPLE	 2048 /* class statistics from about this many */
 #define C4M_INV_MAX	 64   /* longest running-mean start of a baseline */
 #define C4M_VAR_PRIOR	 8.0f /* weight of the class spread in a cell's noise */

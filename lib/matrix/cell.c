@@ -416,8 +416,7 @@ cell_score(struct matrix *m)
 	for (i = 0; i < m->nclwork; i++) {
 		const struct cls *k = &m->cls[m->clwork[i]];
 
-		if (k->parent == NO_IDX && !k->have_med &&
-		    k->n >= C4M_CLS_USABLE)
+		if (k->parent == NO_IDX && !k->have_med && k->n >= C4M_CLS_MIN)
 			fresh = 1;
 	}
 	if (fresh) {
@@ -433,7 +432,7 @@ cell_score(struct matrix *m)
 			struct cls *k = &m->cls[m->clwork[i]];
 
 			if (k->parent == NO_IDX && !k->have_med &&
-			    k->n >= C4M_CLS_USABLE) {
+			    k->n >= C4M_CLS_MIN) {
 				k->med = matrix_median(m->scratch + k->off,
 						       k->fill);
 				k->have_med = 1;
@@ -446,7 +445,7 @@ cell_score(struct matrix *m)
 		struct cls *k = &m->cls[w->cls];
 		const struct cbase *b = &m->cbase[w->cell];
 
-		if (k->n < C4M_CLS_USABLE)
+		if (k->n < C4M_CLS_MIN)
 			continue;
 		w->q = logf(w->tsum / w->bsum) - k->med; /* tsum is dead now */
 		w->r = b->warm >= p->warm_intervals ? w->q - b->base : w->q;
@@ -456,7 +455,7 @@ cell_score(struct matrix *m)
 		struct cls *k = &m->cls[m->clwork[i]];
 		float *v = m->scratch + k->off;
 
-		if (k->parent != NO_IDX || k->n < C4M_CLS_USABLE)
+		if (k->parent != NO_IDX || k->n < C4M_CLS_MIN)
 			continue;
 		k->medr = matrix_median(v, k->fill);
 		for (j = 0; j < k->fill; j++)
@@ -470,16 +469,25 @@ cell_score(struct matrix *m)
 		struct work *w = &m->work[i];
 		const struct cls *k = &m->cls[w->cls];
 		struct cbase *b = &m->cbase[w->cell];
+		int pair;
 
-		if (k->n < C4M_CLS_USABLE)
+		if (k->n < C4M_CLS_MIN)
 			continue;
 		w->r -= k->medr;
 		w->q -= k->medr;
-		/* the larger of the class's and the cell's own (shrunk) noise
+		/*
+		 * The larger of the class's and the cell's own (shrunk)
+		 * noise. A pair (the two directions of a 2-rank ring) has no
+		 * spread of its own: its cells are judged on their own noise,
+		 * and only once warm.
 		 */
-		w->z = w->r * fminf(k->isig, b->isig);
+		pair = k->n < C4M_CLS_USABLE;
+		w->z = w->r * (pair ? (isfinite(b->isig) ? b->isig : 0.0f)
+				    : fminf(k->isig, b->isig));
 		w->acc = 0;
-		if (b->warm >= p->warm_intervals) {
+		if (pair && b->warm < p->warm_intervals) {
+			w->hot = 0;
+		} else if (b->warm >= p->warm_intervals) {
 			float inc = fminf(w->z, (float)p->z_strong) -
 				    (float)p->cusum_k;
 
@@ -807,7 +815,7 @@ cell_detect(struct matrix *m)
 		struct cbase *b = &m->cbase[w->cell];
 		float a;
 
-		if (m->cls[w->cls].n < C4M_CLS_USABLE || w->hot || l->hot)
+		if (m->cls[w->cls].n < C4M_CLS_MIN || w->hot || l->hot)
 			continue;
 		if (l->elevated && l->on_hot_side)
 			continue;

@@ -88,6 +88,7 @@ struct crank {
 	uint64_t done;
 	uint64_t seen_iv; /* interval + 1 of the last summary */
 	float gbase;	  /* gap, log, relative to the comm median */
+	float gvar;	  /* its clean samples' variance (small comms) */
 	uint8_t gwarm;
 	float lg;	   /* log mean gap this interval */
 	float lk;	   /* log mean kernel time */

@@ -126,6 +126,34 @@ wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
 }
 
 /*
+ * Fewest reporting members for a verdict: min_group, or all of a smaller
+ * communicator down to two (which is judged on its members' own history).
+ */
+static uint32_t
+wait_quorum(const struct matrix *m, const struct comm *c)
+{
+	return c->nranks < m->p.min_group ? 2 : m->p.min_group;
+}
+
+/*
+ * The own noise of a small communicator's member (log units): its clean
+ * samples' spread, shrunk towards half of min_slowdown with the weight of
+ * C4M_VAR_PRIOR samples, so that a few quiet intervals cannot make a
+ * tiny spread (and a huge z) out of nothing.
+ */
+static float
+wait_own_sigma(const struct matrix *m, const struct crank *rs)
+{
+	float n = fminf((float)rs->gwarm, 1.0f / (float)m->p.base_alpha);
+
+	float s0 = 0.5f * m->lmin;
+
+	return fmaxf(sqrtf((n * rs->gvar + C4M_VAR_PRIOR * s0 * s0) /
+			   (n + C4M_VAR_PRIOR)),
+		     (float)m->p.sigma_floor);
+}
+
+/*
  * Medians of log kernel time and log wait per step over the members that
  * reported this interval (*medw NAN when too few reported waits), taking
  * the members' logs on the way. Uses the second half of m->scratch,
@@ -153,7 +181,7 @@ wait_medians(struct matrix *m, struct comm *c, float *medk, float *medw)
 	for (r = 0; r < c->nranks; r++)
 		if (wait_fresh(m, &c->rs[r]) && !isnan(c->rs[r].lw))
 			v[n++] = c->rs[r].lw;
-	*medw = n >= m->p.min_group ? matrix_median(v, n) : NAN;
+	*medw = n >= wait_quorum(m, c) ? matrix_median(v, n) : NAN;
 }
 
 /*
@@ -161,14 +189,22 @@ wait_medians(struct matrix *m, struct comm *c, float *medk, float *medw)
  * over the members that reported, each member's gap against the median
  * and its own baseline, a robust z over the members, and the wait-chain
  * confirmation (kernel time and wait not above the median).
+ *
+ * A communicator smaller than min_group (2 or 3 members: one GPU pair, a
+ * small pipeline stage) has no spread over members to speak of. Its
+ * members are judged on their own history instead: z is the deviation
+ * from the member's baseline over its own noise (wait_own_sigma). Before
+ * the baseline is warm only a gap lcold beyond the others' counts, and
+ * only when the others' kernels are measurably longer (they wait for it).
  */
 static int
 wait_comm(struct matrix *m, struct comm *c)
 {
 	const struct c4m_params *p = &m->p;
 	float *v = m->scratch;
-	float medg, medk, medw = NAN, medr, mad, sig;
+	float medg, medk, medw = NAN, medr, mad, sig = 0;
 	float clean = m->lmin;
+	int small = c->nranks < p->min_group;
 	uint32_t r, n = 0;
 
 	for (r = 0; r < c->nranks; r++) {
@@ -179,7 +215,7 @@ wait_comm(struct matrix *m, struct comm *c)
 		rs->lg = logf((float)(rs->gs / (double)rs->gn));
 		v[n++] = rs->lg;
 	}
-	if (n < p->min_group || n * 2 < c->nranks)
+	if (n < wait_quorum(m, c) || n * 2 < c->nranks)
 		return 0;
 	medg = matrix_median(v, n);
 	n = 0;
@@ -193,29 +229,33 @@ wait_comm(struct matrix *m, struct comm *c)
 		v[n++] = rs->gwarm >= p->warm_intervals ? q - rs->gbase : q;
 	}
 	medr = matrix_median(v, n);
-	for (r = 0; r < n; r++)
-		v[r] = fabsf(v[r] - medr);
-	mad = matrix_median(v, n);
-	sig = fmaxf(1.4826f * mad, (float)p->sigma_floor);
+	if (!small) {
+		for (r = 0; r < n; r++)
+			v[r] = fabsf(v[r] - medr);
+		mad = matrix_median(v, n);
+		sig = fmaxf(1.4826f * mad, (float)p->sigma_floor);
+	}
 	medk = NAN; /* kernel and wait medians only when a gap stands out */
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
 		int warm = rs->gwarm >= p->warm_intervals, hot;
-		float q, x, z;
+		float q, x, z, a;
 
 		if (!wait_fresh(m, rs))
 			continue;
 		q = rs->lg - medg;
 		x = (warm ? q - rs->gbase : q) - medr;
-		z = x / sig;
+		z = x / (small ? wait_own_sigma(m, rs) : sig);
 		if (warm)
 			hot = x >= m->lmin && z >= (float)p->z_min;
+		else if (small)
+			hot = x >= m->lcold;
 		else
 			hot = x >= m->lcold && z >= (float)p->cold_z_min;
 		/* the culprit waits least: short kernels, little wait */
 		if (hot && isnan(medk))
 			wait_medians(m, c, &medk, &medw);
-		if (hot && rs->lk > medk)
+		if (hot && rs->lk > (small && !warm ? medk - m->lmin : medk))
 			hot = 0;
 		if (hot && !isnan(medw) && !isnan(rs->lw) && rs->lw > medw)
 			hot = 0;
@@ -227,9 +267,14 @@ wait_comm(struct matrix *m, struct comm *c)
 		if (warm && x >= clean)
 			continue;
 		/* a clean sample: a running mean first, then an EWMA */
-		rs->gbase += (rs->gwarm < m->inv_len ? m->inv[rs->gwarm]
-						     : (float)p->base_alpha) *
-			     (q - rs->gbase);
+		a = rs->gwarm < m->inv_len ? m->inv[rs->gwarm]
+					   : (float)p->base_alpha;
+		if (rs->gwarm > 0) {
+			float d = q - rs->gbase;
+
+			rs->gvar += a * (d * d - rs->gvar);
+		}
+		rs->gbase += a * (q - rs->gbase);
 		if (rs->gwarm < UINT8_MAX)
 			rs->gwarm++;
 	}
@@ -249,8 +294,7 @@ wait_detect(struct matrix *m)
 		     sizeof(*m->scratch)) < 0)
 		return -1;
 	for (ci = 0; ci < m->ncomms; ci++) {
-		if (m->comms[ci].nranks < m->p.min_group ||
-		    m->comms[ci].retired)
+		if (m->comms[ci].nranks < 2 || m->comms[ci].retired)
 			continue;
 		if (wait_comm(m, &m->comms[ci]) < 0)
 			return -1;

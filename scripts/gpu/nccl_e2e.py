@@ -17,10 +17,10 @@ command) and writes, in DIR:
   result.json      exit codes, detection latency, events naming ranks
   rank<i>.log      each worker's output
 
-Scenarios: healthy; slow (rank --fault-rank issues each collective
-later: extra host work of --slow-frac of a step); hang (that rank stops
-issuing collectives for --hang-for seconds, then resumes, so the job
-ends cleanly).  The network scenarios are 'healthy' runs whose shaping is
+Scenarios: healthy; slow (from --slow-after seconds on, rank --fault-rank
+issues each collective later: extra host work of --slow-frac of a step);
+hang (that rank stops issuing collectives for --hang-for seconds, then
+resumes, so the job ends cleanly).  The network scenarios are 'healthy' runs whose shaping is
 done by the calling script (scripts/gpu-e2e).
 
 torch is imported in the worker only, so 'run' starts without CUDA.
@@ -90,16 +90,22 @@ def worker(a):
     hang_step = int(a.fault_after / max(t_step, 1e-4))
     mark("start", step_s=t_step, bucket_mb=a.bucket_mb,
          buckets=a.buckets)
-    if slow:
-        mark("fault_start", kind="slow", delay_s=delay)
+    # The slow rank starts lagging after slow_after seconds of healthy
+    # steps, like a GPU that degrades mid-run (the detectors get a clean
+    # history first; a 2-rank communicator has nothing else to compare).
+    slow_at = now() + a.slow_after if slow else None
+    slow_on = False
     done = 0
     while done < steps:
+        if slow_at is not None and not slow_on and now() >= slow_at:
+            mark("fault_start", kind="slow", delay_s=delay)
+            slow_on = True
         if hang and done == hang_step:
             mark("fault_start", kind="hang", hang_for=a.hang_for)
             time.sleep(a.hang_for)
             mark("fault_end", kind="hang")
         t1 = now()
-        step(delay)
+        step(delay if slow_on else 0.0)
         done += 1
         if done % 20 == 0:
             mark("progress", done=done, last_step_s=now() - t1)
@@ -108,7 +114,7 @@ def worker(a):
             dist.all_reduce(flag, op=dist.ReduceOp.MAX)
             if flag.item() > 0:
                 break
-    if slow:
+    if slow_on:
         mark("fault_end", kind="slow")
     mark("end", steps=done)
     dist.barrier()
@@ -247,6 +253,7 @@ def launch(a):
                "--scenario", a.scenario, "--fault-rank", str(a.fault_rank),
                "--slow-frac", str(a.slow_frac), "--hang-for",
                str(a.hang_for), "--fault-after", str(a.fault_after),
+               "--slow-after", str(a.slow_after),
                "--duration", str(a.duration), "--max-steps",
                str(a.max_steps), "--bucket-mb",
                str(a.bucket_mb), "--buckets", str(a.buckets),
@@ -346,6 +353,8 @@ def main():
     ap.add_argument("--slow-frac", type=float, default=0.2)
     ap.add_argument("--hang-for", type=float, default=10.0)
     ap.add_argument("--fault-after", type=float, default=5.0)
+    ap.add_argument("--slow-after", type=float, default=8.0,
+                    help="seconds of healthy steps before the slow rank lags")
     ap.add_argument("--duration", type=float, default=20.0)
     ap.add_argument("--max-steps", type=int, default=0,
                     help="stop after this many steps (0: by duration)")

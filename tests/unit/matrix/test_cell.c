@@ -25,7 +25,7 @@ struct run {
 typedef void (*slow_fn)(struct fx *f, uint64_t iv);
 
 static void
-run_job(struct run *r, int tree, slow_fn slow, uint64_t nint)
+run_job_n(struct run *r, uint32_t nranks, int tree, slow_fn slow, uint64_t nint)
 {
 	struct c4m_input in;
 	const struct c4m_event *ev;
@@ -33,13 +33,13 @@ run_job(struct run *r, int tree, slow_fn slow, uint64_t nint)
 	uint64_t iv;
 
 	memset(r, 0, sizeof(*r));
-	fx_init(&r->f, NR, 0xabcdef01);
+	fx_init(&r->f, nranks, 0xabcdef01);
 	fx_ring(&r->f);
 	if (tree)
 		fx_tree(&r->f);
 	r->m = matrix_new(NULL);
 	ck_assert_ptr_nonnull(r->m);
-	ck_assert_int_eq(matrix_comm_add(r->m, r->f.comm, NR, r->f.loc), 0);
+	ck_assert_int_eq(matrix_comm_add(r->m, r->f.comm, nranks, r->f.loc), 0);
 	for (iv = 0; iv < nint; iv++) {
 		if (slow)
 			slow(&r->f, iv);
@@ -59,6 +59,12 @@ run_job(struct run *r, int tree, slow_fn slow, uint64_t nint)
 		}
 	}
 	matrix_free(r->m);
+}
+
+static void
+run_job(struct run *r, int tree, slow_fn slow, uint64_t nint)
+{
+	run_job_n(r, NR, tree, slow, nint);
 }
 
 static unsigned
@@ -163,6 +169,54 @@ START_TEST(test_ring_ambiguous)
 			s->peer_host == 3;
 	}
 	ck_assert(tx && link && rx);
+}
+END_TEST
+
+/*
+ * A 2-rank ring: two cells, no class to compare with. Each is judged on
+ * its own history once warm; the pattern is ambiguous like any ring.
+ */
+static void
+slow_pair(struct fx *f, uint64_t iv)
+{
+	if (iv >= 8 && iv < 16)
+		fx_slow(f, 1, 0, 3.0);
+}
+
+static void
+slow_pair_from_start(struct fx *f, uint64_t iv)
+{
+	(void)iv;
+	fx_slow(f, 1, 0, 3.0);
+}
+
+START_TEST(test_pair)
+{
+	struct run r;
+	const struct c4m_event *e;
+	int tx = 0, rx = 0;
+	unsigned i;
+
+	run_job_n(&r, 2, 0, slow_pair, 24);
+	ck_assert_uint_eq(total(r.opened), 1);
+	ck_assert_uint_eq(r.opened[C4M_EV_COMM_SLOW_AMBIG], 1);
+	ck_assert_uint_eq(r.resolved[C4M_EV_COMM_SLOW_AMBIG], 1);
+	e = &r.first_open;
+	ck_assert_uint_le(r.open_iv, 10);
+	for (i = 0; i < e->nsuspects; i++) {
+		tx |= e->suspects[i].role == C4M_ROLE_TX &&
+		      e->suspects[i].host == 1;
+		rx |= e->suspects[i].role == C4M_ROLE_RX &&
+		      e->suspects[i].host == 0;
+	}
+	ck_assert(tx && rx);
+	ck_assert(e->slowdown > 1.5);
+	/* healthy pair: quiet */
+	run_job_n(&r, 2, 0, NULL, 24);
+	ck_assert_uint_eq(total(r.opened), 0);
+	/* slow from the first interval: nothing to compare with */
+	run_job_n(&r, 2, 0, slow_pair_from_start, 24);
+	ck_assert_uint_eq(total(r.opened), 0);
 }
 END_TEST
 
@@ -357,6 +411,7 @@ cell_suite(void)
 	tcase_add_test(tc, test_tx_row);
 	tcase_add_test(tc, test_rx_column);
 	tcase_add_test(tc, test_ring_ambiguous);
+	tcase_add_test(tc, test_pair);
 	tcase_add_test(tc, test_single_spike);
 	tcase_add_test(tc, test_cold_start);
 	tcase_add_test(tc, test_below_min_slowdown);

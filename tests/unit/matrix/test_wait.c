@@ -14,6 +14,8 @@
 #define WAIT_US 10000.0
 #define NOPS	8
 
+static uint32_t nr = NR; /* ranks of the job under test */
+
 /*
  * One interval of a 16-rank job: every rank computes GAP_US (jittered)
  * between collectives; rank slow (if >= 0) computes gap_factor longer, so
@@ -28,7 +30,7 @@ fill(struct fx *f, struct c4m_input *in, uint64_t iv, int slow,
 	uint32_t r;
 	double extra = slow >= 0 ? GAP_US * (gap_factor - 1.0) : 0;
 
-	for (r = 0; r < NR; r++) {
+	for (r = 0; r < nr; r++) {
 		struct c4m_coll *c = &f->coll[r];
 		struct c4m_wait *w = &f->wait[r];
 		double g = GAP_US * fx_jitter(f), k = KERN_US * fx_jitter(f);
@@ -61,9 +63,9 @@ fill(struct fx *f, struct c4m_input *in, uint64_t iv, int slow,
 	memset(in, 0, sizeof(*in));
 	in->interval = iv;
 	in->coll = f->coll;
-	in->ncoll = NR;
+	in->ncoll = nr;
 	in->wait = f->wait;
-	in->nwait = NR;
+	in->nwait = nr;
 }
 
 static unsigned
@@ -78,8 +80,8 @@ run(int slow, double gap_factor, double kern_factor, double wait_factor,
 	unsigned opened = 0;
 	uint64_t iv;
 
-	fx_init(&f, NR, 0x5151);
-	ck_assert_int_eq(matrix_comm_add(m, f.comm, NR, f.loc), 0);
+	fx_init(&f, nr, 0x5151);
+	ck_assert_int_eq(matrix_comm_add(m, f.comm, nr, f.loc), 0);
 	for (iv = 0; iv < 16; iv++) {
 		fill(&f, &in, iv, iv >= 8 ? slow : -1, gap_factor, kern_factor,
 		     wait_factor);
@@ -123,6 +125,26 @@ START_TEST(test_no_fault)
 }
 END_TEST
 
+/*
+ * Two- and three-rank communicators have no spread over members: their
+ * members are judged on their own history (warm by interval 8).
+ */
+START_TEST(test_small_comm_slow_rank)
+{
+	struct c4m_event e;
+
+	nr = (uint32_t)_i;
+	ck_assert_uint_eq(run(1, 1.3, 1.0, 1.0, &e), 1);
+	ck_assert_uint_eq(e.kind, C4M_EV_NONCOMM_SLOW);
+	ck_assert_uint_eq(e.suspects[0].rank, 1);
+	ck_assert_uint_eq(e.isolate_host, 1);
+	ck_assert_uint_eq(run(-1, 1.0, 1.0, 1.0, &e), 0);
+	/* the one that waits is not the origin */
+	ck_assert_uint_eq(run(1, 1.3, 3.0, 3.0, &e), 0);
+	nr = NR;
+}
+END_TEST
+
 static Suite *
 wait_suite(void)
 {
@@ -132,6 +154,7 @@ wait_suite(void)
 	tcase_add_test(tc, test_slow_rank);
 	tcase_add_test(tc, test_long_gap_but_waits);
 	tcase_add_test(tc, test_no_fault);
+	tcase_add_loop_test(tc, test_small_comm_slow_rank, 2, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }
