@@ -463,6 +463,15 @@ cell_score(struct matrix *m)
 		k->sig = fmaxf(1.4826f * matrix_median(v, k->fill),
 			       (float)p->sigma_floor);
 		k->isig = 1.0f / k->sig;
+		/*
+		 * A pair keeps its first level: the two directions of a
+		 * 2-rank ring are coupled (a slow sender also delays the
+		 * acknowledgements of what it receives), so a level that
+		 * followed them would cancel the very slowdown to be found.
+		 * Its cells are judged against their own history alone.
+		 */
+		if (k->n < C4M_CLS_USABLE)
+			k->medr = 0.0f;
 		k->med += k->medr;
 	}
 	for (i = 0; i < m->nwork; i++) {

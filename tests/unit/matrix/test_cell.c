@@ -184,6 +184,15 @@ slow_pair(struct fx *f, uint64_t iv)
 }
 
 static void
+slow_pair_both(struct fx *f, uint64_t iv)
+{
+	if (iv >= 8 && iv < 16) {
+		fx_slow(f, 1, 0, 3.0);
+		fx_slow(f, 0, 1, 2.5);
+	}
+}
+
+static void
 slow_pair_from_start(struct fx *f, uint64_t iv)
 {
 	(void)iv;
@@ -211,6 +220,18 @@ START_TEST(test_pair)
 	}
 	ck_assert(tx && rx);
 	ck_assert(e->slowdown > 1.5);
+	/* both directions slowed (a shaped sender delays the acks of what
+	 * it receives too): still found, rank 1 among the suspects */
+	run_job_n(&r, 2, 0, slow_pair_both, 24);
+	ck_assert_uint_ge(total(r.opened), 1);
+	ck_assert_uint_le(total(r.opened), 2);
+	ck_assert_uint_eq(r.opened[C4M_EV_COMM_SLOW_AMBIG], total(r.opened));
+	tx = rx = 0;
+	for (i = 0; i < r.first_open.nsuspects; i++) {
+		tx |= r.first_open.suspects[i].host == 1;
+		rx |= r.first_open.suspects[i].host == 0;
+	}
+	ck_assert(tx && rx);
 	/* healthy pair: quiet */
 	run_job_n(&r, 2, 0, NULL, 24);
 	ck_assert_uint_eq(total(r.opened), 0);
