@@ -76,6 +76,7 @@ cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn, uint32_t pos,
 	memset(x, 0, sizeof(*x));
 	memset(&m->cbase[m->ncells], 0, sizeof(m->cbase[0]));
 	m->cbase[m->ncells].isig = INFINITY; /* no own noise yet */
+	m->cbase[m->ncells].lcls = NO_IDX;
 	x->key = key;
 	x->comm = ci;
 	x->src = cn->src;
@@ -443,10 +444,18 @@ cell_score(struct matrix *m)
 	for (i = 0; i < m->nwork; i++) {
 		struct work *w = &m->work[i];
 		struct cls *k = &m->cls[w->cls];
-		const struct cbase *b = &m->cbase[w->cell];
+		struct cbase *b = &m->cbase[w->cell];
 
 		if (k->n < C4M_CLS_MIN)
 			continue;
+		/*
+		 * A cell that changed class (its chunk count or size moved to
+		 * another power of two, as when its path slowed down a lot)
+		 * keeps its own history: the baseline is re-expressed against
+		 * the new class's level.
+		 */
+		if (b->lcls != w->cls && b->lcls != NO_IDX)
+			b->base += b->lvl - k->med;
 		w->q = logf(w->tsum / w->bsum) - k->med; /* tsum is dead now */
 		w->r = b->warm >= p->warm_intervals ? w->q - b->base : w->q;
 		cell_sample(m, k, w->r);
@@ -824,7 +833,11 @@ cell_detect(struct matrix *m)
 		struct cbase *b = &m->cbase[w->cell];
 		float a;
 
-		if (m->cls[w->cls].n < C4M_CLS_MIN || w->hot || l->hot)
+		if (m->cls[w->cls].n < C4M_CLS_MIN)
+			continue;
+		b->lvl = m->cls[w->cls].med;
+		b->lcls = w->cls;
+		if (w->hot || l->hot)
 			continue;
 		if (l->elevated && l->on_hot_side)
 			continue;

@@ -139,6 +139,8 @@ struct cbase {
 	float var;  /* same, of the squared innovation: the cell's own noise */
 	float cus;  /* CUSUM of z over intervals (sub-threshold evidence) */
 	float isig; /* 1 / own noise shrunk to the class (INFINITY: none) */
+	float lvl;  /* level of the class it was last scored in ... */
+	uint32_t lcls; /* ... and that class (NO_IDX: never scored) */
 	uint8_t warm;
 };
 

@@ -28,7 +28,8 @@ struct fx {
 	struct c4m_coll coll[FX_MAX_RANK];
 	struct c4m_wait wait[FX_MAX_RANK];
 	uint64_t seed;
-	double jit; /* uniform jitter amplitude (default 0.01) */
+	double jit;	   /* uniform jitter amplitude (default 0.01) */
+	int chunks_follow; /* a slowed connection moves fewer chunks */
 };
 
 static inline double
@@ -100,16 +101,17 @@ fx_fill(struct fx *f, struct c4m_input *in, uint64_t iv)
 		double s = f->slow[i] > 0 ? f->slow[i] : 1.0;
 		double t = FX_US_PER_MB * s * fx_jitter(f);
 
-		c->chunks = FX_CHUNKS;
-		c->bytes = (uint64_t)FX_CHUNKS * FX_CHUNK;
+		c->chunks = f->chunks_follow ? (uint64_t)(FX_CHUNKS / s)
+					     : FX_CHUNKS;
+		c->bytes = (uint64_t)c->chunks * FX_CHUNK;
 		c->pending = 0;
-		c->xfer.count = FX_CHUNKS;
+		c->xfer.count = c->chunks;
 		c->xfer.p50 = t;
 		c->xfer.p90 = t * 1.3;
 		c->xfer.p99 = t * 1.8;
 		c->xfer.min = t * 0.7;
 		c->xfer.max = t * 2.5;
-		c->xfer.sum = t * FX_CHUNKS * 1.05;
+		c->xfer.sum = t * c->chunks * 1.05;
 		f->slow[i] = 0;
 	}
 	memset(in, 0, sizeof(*in));
