@@ -191,6 +191,9 @@ class Poller(threading.Thread):
                     self.record("events", rc, text)
                     if rc == 0:
                         self.note_events(text)
+            # the delay matrix (each cell's value, baseline and score)
+            rc, text = self.ask("matrix")
+            self.record("matrix", rc, text)
             self.stop.wait(0.5)
 
     def note_events(self, text):
