@@ -50,7 +50,8 @@ struct outcome {
 	double min_busbw; /* worst job */
 	double bal_global;
 	double bal_leaf;
-	double bal_floor;    /* best max/mean any placement could reach */
+	double bal_floor; /* best max/mean any placement could reach */
+	double util;	  /* max/mean Gbit/s per capacity, cable directions */
 	unsigned mismatches; /* allocator path != hash-routed path */
 	unsigned moved;
 };
@@ -144,6 +145,7 @@ sim_solve(struct sim *s, struct outcome *o)
 	}
 	o->busbw = sum / s->njobs;
 	o->min_busbw = mn;
+	o->util = fsim_link_util_balance(s->t, s->flows, s->nflows);
 	return 0;
 }
 
@@ -333,6 +335,7 @@ acc(struct outcome *sum, const struct outcome *o)
 	sum->bal_global += o->bal_global;
 	sum->bal_leaf += o->bal_leaf;
 	sum->bal_floor += o->bal_floor;
+	sum->util += o->util;
 	sum->mismatches += o->mismatches;
 	sum->moved += o->moved;
 }
@@ -345,6 +348,7 @@ avg(struct outcome *o, unsigned n)
 	o->bal_global /= n;
 	o->bal_leaf /= n;
 	o->bal_floor /= n;
+	o->util /= n;
 }
 
 /*
@@ -414,12 +418,15 @@ run_scenario(const char *name, struct sim *s, unsigned seeds,
 		       c.busbw / (full.busbw * 7 / 8), "ratio");
 		metric(name, "c4p_static_link_max_mean", st.bal_global,
 		       "ratio");
+		metric(name, "c4p_static_link_util_max_mean", st.util, "ratio");
 		metric(name, "qps_moved", (double)c.moved / seeds, "count");
 	}
 	metric(name, "c4p_link_max_mean", c.bal_global, "ratio");
 	metric(name, "link_max_mean_floor", c.bal_floor, "ratio");
 	metric(name, "c4p_leaf_link_max_mean", c.bal_leaf, "ratio");
 	metric(name, "ecmp_link_max_mean", e.bal_global, "ratio");
+	metric(name, "c4p_link_util_max_mean", c.util, "ratio");
+	metric(name, "ecmp_link_util_max_mean", e.util, "ratio");
 	metric(name, "c4p_path_mismatches", c.mismatches, "count");
 	return 0;
 }

@@ -329,24 +329,9 @@ c4d_metrics(struct evbuffer *b, void *arg)
 	http_label_escape(job, sizeof(job), m->job);
 	snprintf(labels, sizeof(labels), "daemon=\"c4d-master\",job=\"%s\"",
 		 job);
-	if (m->srv != NULL) {
-		const struct srv_stats *s = srv_get_stats(m->srv);
-
-#define C4D_SRV_METRIC(n, h)                                                   \
-	http_metric_head(b, "c4_srv_" #n "_total", h, 0);                      \
-	http_metric_value(b, "c4_srv_" #n "_total", labels, s->n);
-		SRV_COUNTERS(C4D_SRV_METRIC)
-#undef C4D_SRV_METRIC
-		http_metric_head(b, "c4_srv_conns_active", "sessions open now",
-				 1);
-		http_metric_value(b, "c4_srv_conns_active", labels,
-				  s->conns_active);
-	}
-#define C4D_METRIC(n, help, gauge, v)                                          \
-	do {                                                                   \
-		http_metric_head(b, n, help, gauge);                           \
-		http_metric_value(b, n, labels, v);                            \
-	} while (0)
+	if (m->srv != NULL)
+		http_metrics_srv(b, m->srv, labels);
+#define C4D_METRIC(n, help, gauge, v) http_metric(b, n, help, gauge, labels, v)
 	C4D_METRIC("c4d_agents_connected", "agent sessions open now", 1,
 		   m->stats.agents);
 	C4D_METRIC("c4d_comm_registrations_total",
@@ -532,14 +517,6 @@ c4d_close(struct c4d *m)
 
 /* ---- configuration ------------------------------------------------------ */
 
-static const struct cfg_field c4d_http_fields[] = {
-	{"listen", CFG_ADDR, offsetof(struct http_conf, listen), 0, 0, 0, NULL,
-	 NULL, "host:port serving /metrics and /healthz"},
-};
-static const struct cfg_schema c4d_http_schema = {
-	"http", sizeof(struct http_conf), c4d_http_fields,
-	CFG_NFIELDS(c4d_http_fields), NULL};
-
 static const struct cfg_field c4d_events_fields[] = {
 	{"keep_resolved", CFG_INT,
 	 offsetof(struct c4d_events_conf, keep_resolved), 0, 0,
@@ -593,8 +570,7 @@ static const struct cfg_field c4d_fields[] = {
 	{"webhooks", CFG_LIST, offsetof(struct c4d_conf, webhooks), 0, 0,
 	 C4D_WEBHOOKS_MAX, NULL, &webhook_conf_schema,
 	 "receivers of events as CloudEvents"},
-	{"http", CFG_SECTION, offsetof(struct c4d_conf, http), 0, 0, 0, NULL,
-	 &c4d_http_schema, "metrics and health endpoints"},
+	HTTP_CONF_FIELD(offsetof(struct c4d_conf, http)),
 	{"events", CFG_SECTION, offsetof(struct c4d_conf, events), 0, 0, 0,
 	 NULL, &c4d_events_schema, "the in-memory event list"},
 	DMN_LOG_FIELD(offsetof(struct c4d_conf, log)),
@@ -613,8 +589,7 @@ c4d_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
 	    (c->job[0] == '\0' || strchr(c->job, '/') != NULL ||
 	     strcmp(c->job, ".") == 0 || strcmp(c->job, "..") == 0))
 		cfg_diag_add(d, at, "job '%s' cannot name a directory", c->job);
-	if (c->http.listen != NULL && strncmp(c->http.listen, "unix:", 5) == 0)
-		cfg_diag_add(d, at, "http.listen must be host:port");
+	http_conf_validate(&c->http, at, d);
 	if (c->webhooks.n > C4D_WEBHOOKS_MAX)
 		cfg_diag_add(d, at, "at most %d webhooks", C4D_WEBHOOKS_MAX);
 	for (size_t i = 0; i < c->webhooks.n; i++)

@@ -1,9 +1,10 @@
 /*
  * master.h - the c4d-master's configuration, limits and core: the event
- * store (store.c), webhook delivery (webhook.c), the HTTP endpoints
- * (http.c), the event JSON (evjson.c) and the in-memory event list that
- * ties them together (c4d.c).  Everything here runs on the daemon's event
- * loop except the store's worker thread, which only store.c touches.
+ * store (store.c), webhook delivery (webhook.c), the metrics served by
+ * lib/common's HTTP endpoints, the event JSON (evjson.c) and the in-memory
+ * event list that ties them together (c4d.c).  Everything here runs on the
+ * daemon's event loop except the store's worker thread, which only store.c
+ * touches.
  */
 #ifndef C4D_MASTER_H
 #define C4D_MASTER_H
@@ -17,6 +18,7 @@
 #include "cfg.h"
 #include "daemon.h"
 #include "evjson.h"
+#include "http.h"
 #include "srv.h"
 
 /* ---- limits ------------------------------------------------------------- */
@@ -40,9 +42,6 @@
 #define WEBHOOK_URL_MAX	       2048
 #define WEBHOOK_RESP_HEADERS   16384 /* bytes a receiver may answer */
 #define WEBHOOK_RESP_BODY      65536
-#define HTTP_MAX_HEADERS       8192 /* bytes of request headers */
-#define HTTP_MAX_BODY	       1024 /* GET requests carry none */
-#define HTTP_TIMEOUT_S	       10
 
 /* ---- configuration ------------------------------------------------------ */
 struct webhook_conf {
@@ -55,10 +54,6 @@ struct webhook_conf {
 	struct cfg_pos pos;
 };
 extern const struct cfg_schema webhook_conf_schema;
-
-struct http_conf {
-	char *listen; /* host:port, or NULL: no HTTP endpoints */
-};
 
 struct c4d_events_conf {
 	int64_t keep_resolved;
@@ -162,26 +157,7 @@ void webhooks_free(struct webhooks *w);
 char *webhook_cloudevent(const char *job, const C4__Event *ev, uint64_t time_ns,
 			 size_t *len);
 
-/* ---- HTTP endpoints (http.c) -------------------------------------------- */
-struct http;
-struct evbuffer;
-
-/* Writes the Prometheus text; returns 0. */
-typedef void (*http_metrics_fn)(struct evbuffer *out, void *arg);
-/* Returns 1 when healthy, 0 otherwise (with a reason). */
-typedef int (*http_health_fn)(char *why, size_t len, void *arg);
-
-int http_open(struct http **out, struct event_base *base, const char *listen,
-	      http_metrics_fn metrics, http_health_fn health, void *arg,
-	      char *bound, size_t boundlen, char *err, size_t errlen);
-void http_free(struct http *h);
-/* Prometheus helpers: "# HELP" and "# TYPE" once per name, then samples. */
-void http_metric_head(struct evbuffer *b, const char *name, const char *help,
-		      int gauge);
-void http_metric_value(struct evbuffer *b, const char *name, const char *labels,
-		       uint64_t v);
-/* Escapes a label value (backslash, quote, newline) into buf. */
-void http_label_escape(char *buf, size_t len, const char *v);
+/* HTTP endpoints: lib/common/http.h. */
 
 /* ---- the master core (c4d.c) -------------------------------------------- */
 struct c4d;

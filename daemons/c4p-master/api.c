@@ -362,7 +362,7 @@ api_request1(struct c4p *p, struct c4p_sess *sess, struct srv_conn *c,
 	p->st.path_qps += n;
 	goto out;
 fail:
-	p->st.path_errors++;
+	metrics_path_error(p, out->error);
 	log_debug("path request %s of job %s: %s", r->request_id, r->job_id,
 		  out->error_text ? out->error_text : "?");
 out:
@@ -397,7 +397,7 @@ api_path_request(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 		snprintf(err->text, sizeof(err->text),
 			 "%s asks for %zu QPs; at most %u in one message",
 			 msg_type_name(env->type), total, API_MSG_QPS_MAX);
-		p->st.path_errors++;
+		metrics_path_error(p, err->code);
 		return -1;
 	}
 	pe = api_pend_new(p, sess,

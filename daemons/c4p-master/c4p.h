@@ -7,7 +7,8 @@
  *            PathReassign to the holders of moved QPs;
  *   admin.c  operator requests (paths, links, link set, allocs, fabric);
  *   state.c  the SQLite store and its writer thread;
- *   hold.c   which session holds which request.
+ *   hold.c   which session holds which request;
+ *   metrics.c its /metrics and /healthz.
  *
  * Durability rule: an answer that hands out (or moves) a port is sent only
  * after the SQLite transaction recording it has committed; the writer
@@ -24,6 +25,7 @@
 #include "arena.h"
 #include "catalog.h"
 #include "daemon.h"
+#include "http.h"
 #include "topo.h"
 
 #define C4P_DB_NAME	     "c4p-master.db"
@@ -33,6 +35,7 @@
 #define C4P_JOBS_MAX	     (1u << 20)
 #define C4P_KEY_MAX	     ALLOC_REQID_MAX /* "<job id>/<request id>" */
 #define C4P_REBALANCE_MOVES  10000 /* QPs moved when a cable comes back */
+#define C4P_ERROR_CODES	     16	   /* C4__ErrorCode values counted */
 
 struct c4p_conf {
 	struct srv_conf server;
@@ -43,6 +46,7 @@ struct c4p_conf {
 	int64_t lease;	   /* ms, lease of a request unless renewed */
 	int64_t hash_seed; /* -1: no hash model (probes only) */
 	bool sync_full;	   /* fsync every commit (power-loss safe) */
+	struct http_conf http;
 };
 
 struct state;
@@ -111,6 +115,9 @@ struct c4p {
 	struct c4p_pend *pend_head, *pend_tail;
 	struct event *expire_ev;
 	struct c4p_stats st;
+	uint64_t errors_by_code[C4P_ERROR_CODES]; /* path request errors */
+	struct http *http;
+	char http_bound[256];
 };
 
 /* ---- main.c */
@@ -147,6 +154,12 @@ void api_fill_assignment(struct c4p *p, struct arena *ar,
 			 uint8_t side, const struct path *path);
 void api_expire(struct c4p *p);
 
+/* ---- metrics.c: /metrics and /healthz (http: listen:) */
+int metrics_open(struct c4p *p, char *err, size_t errlen);
+void metrics_close(struct c4p *p);
+/* Counts a path request answered with an error of code. */
+void metrics_path_error(struct c4p *p, C4__ErrorCode code);
+
 /* ---- admin.c */
 int admin_handle(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 		 struct msg_err *err);
@@ -179,6 +192,14 @@ uint64_t state_catalog(struct state *s, const struct catalog_entry *e);
 /* The last sequence number handed out (0: nothing written yet). */
 uint64_t state_last(const struct state *s);
 uint64_t state_commits(const struct state *s);
+struct state_stats {
+	uint64_t commits;	      /* transactions committed */
+	uint64_t ops;		      /* operations queued since start */
+	uint64_t committed;	      /* of those, committed */
+	bool failed;		      /* a write failed (the daemon stops) */
+	struct http_hist commit_hist; /* BEGIN to COMMIT, seconds */
+};
+void state_get_stats(const struct state *s, struct state_stats *st);
 /* Writes what is queued, stops the thread, closes the database. */
 void state_close(struct state *s);
 

@@ -40,6 +40,7 @@ static const struct cfg_field c4p_fields[] = {
 	 "seed of the switches' hash model; -1: probes only"},
 	{"sync_full", CFG_BOOL, offsetof(struct c4p_conf, sync_full), 0, 0, 0,
 	 "false", NULL, "fsync every commit (survives power loss)"},
+	HTTP_CONF_FIELD(offsetof(struct c4p_conf, http)),
 };
 
 /* config_path's folder joined with rel, unless rel is absolute. */
@@ -94,6 +95,7 @@ c4p_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
 	auth_validate_list(&c->credentials, at, d);
 	if (c->lease % 1000 != 0)
 		cfg_diag_add(d, at, "lease must be whole seconds");
+	http_conf_validate(&c->http, at, d);
 	if (c->topology == NULL)
 		return;
 	/* The fabric is part of the configuration: -n reports its errors. */
@@ -289,6 +291,7 @@ c4p_free(struct c4p *p)
 	}
 	if (p->expire_ev != NULL)
 		event_free(p->expire_ev);
+	metrics_close(p);
 	state_close(p->store);
 	hold_free(p->holders);
 	alloc_free(p->alloc);
@@ -344,6 +347,10 @@ c4p_start(struct dmn *d)
 	p->expire_ev = event_new(d->base, -1, EV_PERSIST, c4p_expire_cb, p);
 	if (p->expire_ev == NULL || event_add(p->expire_ev, &tv) < 0)
 		goto fail;
+	if (metrics_open(p, err, sizeof(err)) < 0) {
+		log_errx("http: %s", err);
+		goto fail;
+	}
 	log_info("fabric %s: %u leaves, %u spines, %u links, %u hosts, %u "
 		 "NICs; %s",
 		 path, p->topo->nleaves, p->topo->nspines, p->topo->nlinks,
@@ -372,10 +379,22 @@ c4p_reload(struct dmn *d, const void *old)
 	p->conf = n;
 	if (strcmp(o->topology, n->topology) != 0 ||
 	    strcmp(o->state_dir, n->state_dir) != 0 ||
-	    o->hash_seed != n->hash_seed || o->sync_full != n->sync_full)
-		log_warnx("reload: topology, state_dir, hash_seed and "
-			  "sync_full changes take a restart; still using %s",
+	    o->hash_seed != n->hash_seed || o->sync_full != n->sync_full ||
+	    strcmp(o->http.listen ?: "", n->http.listen ?: "") != 0)
+		log_warnx("reload: topology, state_dir, hash_seed, sync_full "
+			  "and http changes take a restart; still using %s",
 			  o->topology);
+}
+
+/* Reports the HTTP address next to server.listen (C4_LISTEN=). */
+static int
+c4p_listen(struct dmn *d, char *bound, size_t len)
+{
+	struct c4p *p = d->state;
+
+	if (p->http_bound[0] != '\0')
+		snprintf(bound, len, "http://%s", p->http_bound);
+	return 0;
 }
 
 static void
@@ -397,6 +416,7 @@ main(int argc, char **argv)
 		.off_log = offsetof(struct c4p_conf, log),
 		.role = C4__ROLE__ROLE_MASTER,
 		.start = c4p_start,
+		.listen = c4p_listen,
 		.reload = c4p_reload,
 		.stop = c4p_stop,
 		.ops =

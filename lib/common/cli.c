@@ -5,14 +5,50 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "c4_build.h"
 #include "net.h"
+
+/*
+ * Reads what is there without blocking, for up to c->spin_us; returns the
+ * bytes read into chunk, 0 when nothing came in time, -1 on an error or
+ * the end of the stream (errno 0 then).
+ */
+static ssize_t
+cli_spin_read(struct cli *c, uint8_t *chunk, size_t len)
+{
+	struct timespec t0, t;
+
+	if (c->spin_us <= 0)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		ssize_t r = recv(c->fd, chunk, len, MSG_DONTWAIT);
+
+		if (r > 0)
+			return r;
+		if (r == 0) {
+			errno = 0;
+			return -1;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000000L +
+			    (t.tv_nsec - t0.tv_nsec) / 1000 >
+		    c->spin_us)
+			return 0;
+		sched_yield();
+	}
+}
 
 static int __attribute__((format(printf, 2, 3)))
 cli_fail(struct cli *c, const char *fmt, ...)
@@ -94,6 +130,9 @@ cli_recv(struct cli *c)
 				 c->max_frame);
 			return NULL;
 		}
+		r = cli_spin_read(c, chunk, sizeof(chunk));
+		if (r != 0)
+			goto got;
 		pr = poll(&pfd, 1, c->timeout_ms);
 		if (pr == 0) {
 			snprintf(c->err, sizeof(c->err),
@@ -105,6 +144,7 @@ cli_recv(struct cli *c)
 		r = pr < 0 ? -1 : read(c->fd, chunk, sizeof(chunk));
 		if (r < 0 && errno == EINTR)
 			continue;
+	got:
 		if (r <= 0) {
 			snprintf(c->err, sizeof(c->err), "%s",
 				 r == 0 ? "connection closed by the daemon"

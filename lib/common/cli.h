@@ -21,6 +21,13 @@ struct cli {
 	uint32_t max_frame;
 	uint64_t seq;
 	int timeout_ms;
+	/*
+	 * Microseconds cli_recv() polls the socket without sleeping before
+	 * it blocks in poll() (0: it blocks at once).  A reply that comes
+	 * within it is read without the wake-up of a sleeping thread, which
+	 * on a virtual machine costs tens of microseconds.
+	 */
+	int spin_us;
 	C4__HelloReply *hello; /* the daemon's reply, owned */
 	C4__Envelope *hello_env;
 	char err[512];

@@ -28,6 +28,7 @@ c4p_client_connect(struct c4p_client *c, const char *addr, const char *token,
 		snprintf(c->err, sizeof(c->err), "%s", c->cli.err);
 		return -1;
 	}
+	c->cli.spin_us = C4P_CLIENT_SPIN_US;
 	return 0;
 }
 

@@ -19,6 +19,12 @@
 #include "cli.h"
 
 #define C4P_CLIENT_NAME_MAX 64
+/*
+ * A reply is awaited without sleeping for this long (cli.spin_us): the
+ * master answers a lone request in tens of microseconds, and the wake-up
+ * of a sleeping thread costs about as much again on a virtual machine.
+ */
+#define C4P_CLIENT_SPIN_US 200
 
 struct c4p_client {
 	struct cli cli;

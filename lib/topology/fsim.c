@@ -375,3 +375,36 @@ fsim_link_floor(const struct topo *t, const struct path *p, size_t n)
 		return 0;
 	return (double)worst * (double)dirs / (double)total;
 }
+
+double
+fsim_link_util_balance(const struct topo *t, const struct fsim_flow *f,
+		       size_t n)
+{
+	uint32_t base = 2 * t->nports, nl = t->nlinks;
+	double *gb = calloc((size_t)nl * 2 + 1, sizeof(*gb));
+	double sum = 0, mx = 0, r = 0;
+	size_t j, k = 0;
+
+	if (gb == NULL)
+		return 0;
+	for (j = 0; j < n; j++)
+		for (uint8_t h = 0; h < f[j].nres; h++)
+			if (f[j].res[h] >= base && f[j].res[h] < base + 2 * nl)
+				gb[f[j].res[h] - base] += f[j].rate;
+	for (uint32_t i = 0; i < 2 * nl; i++) {
+		const struct topo_link *l = &t->links[i % nl];
+		double u;
+
+		if (!l->up || l->gbps <= 0)
+			continue;
+		u = gb[i] / l->gbps;
+		sum += u;
+		if (u > mx)
+			mx = u;
+		k++;
+	}
+	if (k > 0 && sum > 0)
+		r = mx * (double)k / sum;
+	free(gb);
+	return r;
+}

@@ -77,4 +77,15 @@ void fsim_link_balance(const struct topo *t, const struct path *p, size_t n,
  */
 double fsim_link_floor(const struct topo *t, const struct path *p, size_t n);
 
+/*
+ * Balance of throughput per cable direction after fsim_solve(): each
+ * healthy cable direction's utilisation is the sum of the rates of the
+ * flows crossing it over its capacity; returns max/mean of it over all
+ * healthy cable directions (1.0: every cable equally busy), 0 when nothing
+ * crosses a spine.  Unlike fsim_link_balance() it weighs each QP by what
+ * it carries, so QPs held back by a bottleneck elsewhere count less.
+ */
+double fsim_link_util_balance(const struct topo *t, const struct fsim_flow *f,
+			      size_t n);
+
 #endif /* C4_FSIM_H */

@@ -4,6 +4,7 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -381,4 +382,43 @@ th_run(char *const argv[], char *out, size_t outlen, char *err, size_t errlen,
 	if (open_o || open_e)
 		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int
+th_http_get(const char *hostport, const char *method, const char *path,
+	    char *out, size_t outlen)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	char host[64], req[512];
+	const char *colon = strrchr(hostport, ':');
+	size_t n = 0;
+	ssize_t r;
+	int fd, code = -1;
+
+	if (outlen == 0 || colon == NULL ||
+	    (size_t)(colon - hostport) >= sizeof(host))
+		return -1;
+	out[0] = '\0';
+	memcpy(host, hostport, (size_t)(colon - hostport));
+	host[colon - hostport] = '\0';
+	sa.sin_port = htons((uint16_t)atoi(colon + 1));
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		goto out;
+	snprintf(req, sizeof(req),
+		 "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		 method, path);
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
+		goto out;
+	while (n + 1 < outlen && (r = read(fd, out + n, outlen - n - 1)) > 0)
+		n += (size_t)r;
+	out[n] = '\0';
+	sscanf(out, "HTTP/1.%*d %d", &code);
+out:
+	close(fd);
+	return code;
 }

@@ -67,6 +67,14 @@ int th_alive(struct th_daemon *d);
 int th_log_has(const struct th_daemon *d, const char *s);
 
 /*
+ * One HTTP/1.1 request (method path, no body, Connection: close) to
+ * hostport (IPv4 a.b.c.d:port) over a real TCP connection; the whole
+ * answer, headers included, goes to out.  Returns the status code, or -1.
+ */
+int th_http_get(const char *hostport, const char *method, const char *path,
+		char *out, size_t outlen);
+
+/*
  * Runs argv (argv[0] a path) with a timeout, capturing stdout (and stderr
  * if err is not NULL).  Returns the exit status, or -1.
  */

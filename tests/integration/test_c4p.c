@@ -5,7 +5,8 @@
  * gets PathReassign, the table shows the new ports), kill -9 in the middle
  * of a stream and a restart on the same state (nothing lost, nothing
  * handed out twice: later answers equal those of a master that never
- * crashed), and a broken topology reported by -n with every position.
+ * crashed), a broken topology reported by -n with every position, and
+ * /metrics and /healthz fetched over real HTTP.
  */
 #include <check.h>
 #include <signal.h>
@@ -455,6 +456,119 @@ START_TEST(test_probe_result_and_qp_load)
 }
 END_TEST
 
+/* Sum of the samples of name whose line contains every one of with. */
+static unsigned long long
+metric_sum(const char *text, const char *name, const char *with)
+{
+	unsigned long long sum = 0;
+	size_t nl = strlen(name);
+
+	for (const char *l = text; l != NULL && *l != '\0';) {
+		const char *end = strchr(l, '\n');
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+		char line[1024];
+
+		snprintf(line, sizeof(line), "%.*s", (int)len, l);
+		if (strncmp(line, name, nl) == 0 &&
+		    (line[nl] == '{' || line[nl] == ' ') &&
+		    (with == NULL || strstr(line, with) != NULL))
+			sum += strtoull(strrchr(line, ' ') + 1, NULL, 10);
+		l = end ? end + 1 : NULL;
+	}
+	return sum;
+}
+
+/*
+ * /metrics over a real HTTP GET: the counters of requests, errors by code,
+ * live QPs and reassignments; each cable's health and load (labels leaf,
+ * spine, link); the store's commit latency.  /healthz answers ok.
+ */
+START_TEST(test_metrics_over_http)
+{
+	struct th_daemon d;
+	struct c4p_client a;
+	struct c4p_client_req r[2] = {
+		{"comm1/ring0", "host0/nic0", "host1/nic0", 1, 16},
+		{"comm1/bad", "host0/nic77", "host1/nic0", 1, 2}};
+	struct c4p_client_port p[18];
+	char conf[2048], out[65536], link[96], needle[256];
+	char *body = malloc(4u << 20);
+	unsigned long long moved;
+	int errs[2];
+
+	ck_assert_ptr_nonnull(body);
+	conf_text(conf, sizeof(conf), NULL);
+	strncat(conf, "http:\n  listen: 127.0.0.1:0\n",
+		sizeof(conf) - strlen(conf) - 1);
+	ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
+	ck_assert_msg(d.http[0] != '\0', "no HTTP address announced");
+	client(&a, &d, "job-m");
+	ck_assert_int_eq(c4p_client_request(&a, r, 2, p, errs), 1);
+	ck_assert_int_eq(errs[1], C4__ERROR_CODE__ERR_INVALID);
+	snprintf(link, sizeof(link), "leaf0-%s", p[0].spine);
+	ck_assert_int_eq(
+		ctl(&d, out, sizeof(out), "link", "set", "down", link, NULL),
+		0);
+	moved = strtoull(strstr(out, ": ") + 2, NULL, 10);
+	ck_assert_uint_gt(moved, 0);
+
+	ck_assert_int_eq(th_http_get(d.http, "GET", "/metrics", body, 4u << 20),
+			 200);
+	ck_assert_msg(strstr(body, "text/plain; version=0.0.4") != NULL, "%s",
+		      body);
+#define HAS(s) ck_assert_msg(strstr(body, s) != NULL, "no '%s' in %s", s, body)
+	HAS("# TYPE c4p_path_requests_total counter\n");
+	HAS("c4p_path_requests_total{daemon=\"c4p-master\"} 2\n");
+	HAS("c4p_path_errors_total{daemon=\"c4p-master\"} 1\n");
+	HAS("c4p_path_errors_by_code_total{daemon=\"c4p-master\","
+	    "code=\"ERR_INVALID\"} 1\n");
+	HAS("c4p_path_errors_by_code_total{daemon=\"c4p-master\","
+	    "code=\"ERR_AUTH\"} 0\n");
+	HAS("# TYPE c4p_qps_live gauge\n");
+	HAS("c4p_qps_live{daemon=\"c4p-master\"} 16\n");
+	HAS("c4p_requests_live{daemon=\"c4p-master\"} 1\n");
+	HAS("c4p_link_changes_total{daemon=\"c4p-master\"} 1\n");
+	HAS("c4p_probe_results_total{daemon=\"c4p-master\"} 0\n");
+	HAS("c4_srv_conns_active{daemon=\"c4p-master\"}");
+	HAS("c4p_store_healthy{daemon=\"c4p-master\"} 1\n");
+	HAS("# TYPE c4p_store_commit_seconds histogram\n");
+	HAS("c4p_store_commit_seconds_bucket{daemon=\"c4p-master\","
+	    "le=\"+Inf\"}");
+	snprintf(needle, sizeof(needle),
+		 "c4p_reassigned_qps_total{daemon=\"c4p-master\"} %llu\n",
+		 moved);
+	HAS(needle);
+	/* The failed cable: down and empty; every QP on one up cable. */
+	snprintf(needle, sizeof(needle),
+		 "c4p_link_up{daemon=\"c4p-master\",leaf=\"leaf0\","
+		 "spine=\"%s\",link=\"%s\"} 0\n",
+		 p[0].spine, link);
+	HAS(needle);
+	snprintf(needle, sizeof(needle),
+		 "c4p_link_load{daemon=\"c4p-master\",leaf=\"leaf0\","
+		 "spine=\"%s\",link=\"%s\",direction=\"up\"} 0\n",
+		 p[0].spine, link);
+	HAS(needle);
+#undef HAS
+	ck_assert_uint_eq(metric_sum(body, "c4p_link_load", "\"up\""), 16);
+	ck_assert_uint_eq(metric_sum(body, "c4p_link_load", "\"down\""), 16);
+	/* The example fabric: 8 leaves x 8 spines, one cable each. */
+	ck_assert_uint_eq(metric_sum(body, "c4p_link_up", NULL), 63);
+	ck_assert_uint_ge(
+		metric_sum(body, "c4p_store_commit_seconds_count", NULL), 2);
+
+	ck_assert_int_eq(th_http_get(d.http, "GET", "/healthz", body, 4096),
+			 200);
+	ck_assert_msg(strstr(body, "\r\n\r\nok\n") != NULL, "%s", body);
+	ck_assert_int_eq(th_http_get(d.http, "GET", "/nope", body, 4096), 404);
+	ck_assert_int_eq(th_http_get(d.http, "POST", "/metrics", body, 4096),
+			 405);
+	c4p_client_close(&a);
+	ck_assert_int_eq(th_stop(&d), 0);
+	free(body);
+}
+END_TEST
+
 START_TEST(test_bad_topology_positions)
 {
 	char conf[PATH_MAX], topo[PATH_MAX], out[8192], err[8192], want[8192];
@@ -511,6 +625,7 @@ c4p_suite(void)
 	tcase_add_test(tc, test_kill9_restart_recovers);
 	tcase_add_test(tc, test_probe_result_and_qp_load);
 	tcase_add_test(tc, test_bad_topology_positions);
+	tcase_add_test(tc, test_metrics_over_http);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -335,32 +335,6 @@ tmpdir(char *dir, size_t len)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 }
 
-/* A GET over a raw socket; returns the status code, body in out. */
-static int
-http_get(const char *hostport, const char *method, const char *path, char *out,
-	 size_t outlen)
-{
-	struct net_addr a;
-	char err[256], req[512];
-	size_t n = 0;
-	ssize_t r;
-	int fd, code = -1;
-
-	ck_assert_int_eq(net_addr_parse(hostport, &a, err, sizeof(err)), 0);
-	fd = net_connect(&a, 5000, err, sizeof(err));
-	ck_assert_int_ge(fd, 0);
-	snprintf(req, sizeof(req),
-		 "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-		 method, path);
-	ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
-	while (n + 1 < outlen && (r = read(fd, out + n, outlen - n - 1)) > 0)
-		n += (size_t)r;
-	out[n] = '\0';
-	close(fd);
-	sscanf(out, "HTTP/1.%*d %d", &code);
-	return code;
-}
-
 /* A GET of path with nhdr 256-byte headers; the status code, or -1. */
 static int
 http_get_hdr(const char *hostport, const char *path, int nhdr, char *out,
@@ -459,20 +433,20 @@ START_TEST(test_one_fault_one_delivery)
 	ck_assert_int_eq(db_int(dir, "SELECT count(*) FROM event_history"), 2);
 
 	/* The HTTP endpoints of the same process. */
-	ck_assert_int_eq(http_get(http, "GET", "/healthz", body, sizeof(body)),
-			 200);
-	ck_assert_int_eq(http_get(http, "GET", "/metrics", body, sizeof(body)),
-			 200);
+	ck_assert_int_eq(
+		th_http_get(http, "GET", "/healthz", body, sizeof(body)), 200);
+	ck_assert_int_eq(
+		th_http_get(http, "GET", "/metrics", body, sizeof(body)), 200);
 	ck_assert_ptr_nonnull(strstr(body, "# TYPE c4d_events_published_total "
 					   "counter\n"));
 	ck_assert_ptr_nonnull(strstr(
 		body, "c4d_webhook_delivered_total{daemon=\"c4d-master\","
 		      "job=\"job-42\",webhook=\"steering\"} 2\n"));
 	ck_assert_ptr_nonnull(strstr(body, "# TYPE c4d_events_open gauge\n"));
-	ck_assert_int_eq(http_get(http, "GET", "/nope", body, sizeof(body)),
+	ck_assert_int_eq(th_http_get(http, "GET", "/nope", body, sizeof(body)),
 			 404);
-	ck_assert_int_eq(http_get(http, "POST", "/metrics", body, sizeof(body)),
-			 405);
+	ck_assert_int_eq(
+		th_http_get(http, "POST", "/metrics", body, sizeof(body)), 405);
 	/* Oversized headers are refused; the endpoints go on serving. */
 	{
 		char big[300];
@@ -483,8 +457,8 @@ START_TEST(test_one_fault_one_delivery)
 		ck_assert_int_ne(
 			http_get_hdr(http, big, 40, body, sizeof(body)), 200);
 	}
-	ck_assert_int_eq(http_get(http, "GET", "/healthz", body, sizeof(body)),
-			 200);
+	ck_assert_int_eq(
+		th_http_get(http, "GET", "/healthz", body, sizeof(body)), 200);
 
 	pipe_quit(&p);
 	sink_stop(&s);
@@ -574,8 +548,8 @@ START_TEST(test_store_blocked_health)
 	pipe_cmd(&p, "publish b-1 resolved");
 	deadline = th_now_ms() + WAIT_MS;
 	while (th_now_ms() < deadline &&
-	       (code = http_get(http, "GET", "/healthz", body, sizeof(body))) ==
-		       200)
+	       (code = th_http_get(http, "GET", "/healthz", body,
+				   sizeof(body))) == 200)
 		nap();
 	ck_assert_int_eq(code, 503);
 	ck_assert_ptr_nonnull(strstr(body, "unhealthy: store writes are "
@@ -591,8 +565,8 @@ START_TEST(test_store_blocked_health)
 	ck_assert_str_eq(ids[2], "b-1/2");
 	deadline = th_now_ms() + WAIT_MS;
 	while (th_now_ms() < deadline &&
-	       (code = http_get(http, "GET", "/healthz", body, sizeof(body))) !=
-		       200)
+	       (code = th_http_get(http, "GET", "/healthz", body,
+				   sizeof(body))) != 200)
 		nap();
 	ck_assert_int_eq(code, 200);
 	ck_assert_int_eq(db_int(dir, "SELECT count(*) FROM event_history"), 3);
@@ -704,10 +678,12 @@ START_TEST(test_master_events_and_metrics)
 	ck_assert_int_eq(th_start(&d, "c4d-master", master_conf), 0);
 	ck_assert_int_ne(d.http[0], '\0');
 	ck_assert_int_eq(
-		http_get(d.http, "GET", "/healthz", body, sizeof(body)), 200);
+		th_http_get(d.http, "GET", "/healthz", body, sizeof(body)),
+		200);
 	ck_assert_ptr_nonnull(strstr(body, "\r\n\r\nok\n"));
 	ck_assert_int_eq(
-		http_get(d.http, "GET", "/metrics", body, sizeof(body)), 200);
+		th_http_get(d.http, "GET", "/metrics", body, sizeof(body)),
+		200);
 	ck_assert_ptr_nonnull(
 		strstr(body, "# TYPE c4_srv_hello_ok_total counter\n"));
 	ck_assert_ptr_nonnull(strstr(body, "c4_srv_conns_active{daemon=\"c4d-"
@@ -761,8 +737,8 @@ START_TEST(test_master_events_and_metrics)
 
 		/* The mark follows the answer: poll until it shows. */
 		while (!ok && th_now_ms() < deadline) {
-			ck_assert_int_eq(http_get(d.http, "GET", "/metrics",
-						  body, sizeof(body)),
+			ck_assert_int_eq(th_http_get(d.http, "GET", "/metrics",
+						     body, sizeof(body)),
 					 200);
 			ok = strstr(body, "c4d_webhook_delivered_total{daemon="
 					  "\"c4d-master\",job=\"job-42\","

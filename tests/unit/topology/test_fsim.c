@@ -233,6 +233,31 @@ START_TEST(test_link_balance)
 }
 END_TEST
 
+/*
+ * Throughput balance: two equal flows on two different paths load 4 of
+ * the 16 cable directions equally; on one path, 2 directions carry all.
+ */
+START_TEST(test_link_util_balance)
+{
+	struct topo *t = tfab_new(2, 1, true);
+	struct path p[4];
+	struct fsim_flow f[2];
+
+	path_enum(t, tfab_port(t, 0, 0, TOPO_LEFT),
+		  tfab_port(t, 2, 0, TOPO_LEFT), p, 4);
+	fsim_flow_path(t, &p[0], &f[0]);
+	fsim_flow_path(t, &p[1], &f[1]);
+	f[0].rate = f[1].rate = 50;
+	NEAR(fsim_link_util_balance(t, f, 2), 4.0);
+	fsim_flow_path(t, &p[0], &f[1]);
+	f[1].rate = 50;
+	NEAR(fsim_link_util_balance(t, f, 2), 8.0);
+	f[0].rate = f[1].rate = 0;
+	NEAR(fsim_link_util_balance(t, f, 2), 0.0);
+	topo_free(t);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -247,6 +272,7 @@ main(void)
 	tcase_add_test(tc, test_uplink_collision_and_busbw);
 	tcase_add_test(tc, test_pooled_ideal);
 	tcase_add_test(tc, test_link_balance);
+	tcase_add_test(tc, test_link_util_balance);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

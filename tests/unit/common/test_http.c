@@ -1,6 +1,7 @@
 /*
  * test_http.c - the Prometheus helpers: HELP/TYPE lines, samples with and
- * without labels, and label values escaped (and cut) safely.
+ * without labels, label values escaped (and cut) safely, and histograms
+ * with cumulative buckets.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -8,7 +9,7 @@
 
 #include <event2/buffer.h>
 
-#include "master.h"
+#include "http.h"
 
 START_TEST(test_label_escape)
 {
@@ -51,6 +52,47 @@ START_TEST(test_exposition)
 }
 END_TEST
 
+/* Reads everything b holds as a string (malloc'd). */
+static char *
+drain(struct evbuffer *b)
+{
+	size_t n = evbuffer_get_length(b);
+	char *s = malloc(n + 1);
+
+	evbuffer_remove(b, s, n);
+	s[n] = '\0';
+	return s;
+}
+
+START_TEST(test_histogram)
+{
+	struct evbuffer *b = evbuffer_new();
+	struct http_hist h = {0};
+	char *s;
+
+	http_hist_add(&h, 0.00002); /* in 25 us and every bucket above */
+	http_hist_add(&h, 0.0003);  /* in 500 us and above */
+	http_hist_add(&h, 1.0);	    /* only in +Inf */
+	http_metric_hist(b, "c4p_x_seconds", "time", "d=\"p\"", &h);
+	s = drain(b);
+	ck_assert_ptr_nonnull(strstr(s, "# TYPE c4p_x_seconds histogram\n"));
+	ck_assert_ptr_nonnull(
+		strstr(s, "c4p_x_seconds_bucket{d=\"p\",le=\"1e-05\"} 0\n"));
+	ck_assert_ptr_nonnull(
+		strstr(s, "c4p_x_seconds_bucket{d=\"p\",le=\"2.5e-05\"} 1\n"));
+	ck_assert_ptr_nonnull(
+		strstr(s, "c4p_x_seconds_bucket{d=\"p\",le=\"0.0005\"} 2\n"));
+	ck_assert_ptr_nonnull(
+		strstr(s, "c4p_x_seconds_bucket{d=\"p\",le=\"0.1\"} 2\n"));
+	ck_assert_ptr_nonnull(
+		strstr(s, "c4p_x_seconds_bucket{d=\"p\",le=\"+Inf\"} 3\n"));
+	ck_assert_ptr_nonnull(strstr(s, "c4p_x_seconds_count{d=\"p\"} 3\n"));
+	ck_assert_ptr_nonnull(strstr(s, "c4p_x_seconds_sum{d=\"p\"} 1.00032"));
+	free(s);
+	evbuffer_free(b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -61,6 +103,7 @@ main(void)
 
 	tcase_add_test(tc, test_label_escape);
 	tcase_add_test(tc, test_exposition);
+	tcase_add_test(tc, test_histogram);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

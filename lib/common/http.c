@@ -1,12 +1,14 @@
 /*
- * http.c - the master's HTTP endpoints on its event loop (evhttp):
- * GET /healthz and GET /metrics (Prometheus text format 0.0.4).  Anything
- * else is 404, other methods 405.  Requests are small by construction:
- * headers and bodies beyond HTTP_MAX_HEADERS / HTTP_MAX_BODY are refused
- * by evhttp before they are buffered.
+ * http.c - a daemon's HTTP endpoints on its event loop (evhttp): GET
+ * /healthz and GET /metrics (Prometheus text format 0.0.4), the content
+ * from the daemon's callbacks.  Anything else is 404, other methods 405.
+ * Requests are small by construction: headers and bodies beyond
+ * HTTP_MAX_HEADERS / HTTP_MAX_BODY are refused by evhttp before they are
+ * buffered.
  */
 #define LOG_SUBSYS "http"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +18,10 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/util.h>
 
+#include "http.h"
 #include "log.h"
-#include "master.h"
 #include "net.h"
+#include "srv.h"
 
 struct http {
 	struct evhttp *eh;
@@ -75,6 +78,75 @@ http_metric_value(struct evbuffer *b, const char *name, const char *labels,
 	else
 		evbuffer_add_printf(b, "%s %llu\n", name,
 				    (unsigned long long)v);
+}
+
+void
+http_metric(struct evbuffer *b, const char *name, const char *help, int gauge,
+	    const char *labels, uint64_t v)
+{
+	http_metric_head(b, name, help, gauge);
+	http_metric_value(b, name, labels, v);
+}
+
+void
+http_metric_double(struct evbuffer *b, const char *name, const char *labels,
+		   double v)
+{
+	if (labels != NULL && labels[0] != '\0')
+		evbuffer_add_printf(b, "%s{%s} %.9g\n", name, labels, v);
+	else
+		evbuffer_add_printf(b, "%s %.9g\n", name, v);
+}
+
+void
+http_metrics_srv(struct evbuffer *b, const struct srv *srv, const char *labels)
+{
+	const struct srv_stats *s = srv_get_stats(srv);
+
+#define HTTP_SRV_METRIC(n, h)                                                  \
+	http_metric(b, "c4_srv_" #n "_total", h, 0, labels, s->n);
+	SRV_COUNTERS(HTTP_SRV_METRIC)
+#undef HTTP_SRV_METRIC
+	http_metric(b, "c4_srv_conns_active", "sessions open now", 1, labels,
+		    s->conns_active);
+}
+
+void
+http_hist_add(struct http_hist *h, double v)
+{
+	h->count++;
+	h->sum += v;
+	for (size_t i = 0; i < HTTP_HIST_BUCKETS; i++)
+		if (v <= http_hist_bounds[i])
+			h->le[i]++;
+}
+
+const double http_hist_bounds[HTTP_HIST_BUCKETS] = {
+	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
+	0.001,	 0.0025,   0.005,   0.01,   0.025,   0.1,
+};
+
+void
+http_metric_hist(struct evbuffer *b, const char *name, const char *help,
+		 const char *labels, const struct http_hist *h)
+{
+	char n[256], l[1024];
+	const char *sep = labels != NULL && labels[0] != '\0' ? "," : "";
+
+	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name,
+			    help, name);
+	snprintf(n, sizeof(n), "%s_bucket", name);
+	for (size_t i = 0; i < HTTP_HIST_BUCKETS; i++) {
+		snprintf(l, sizeof(l), "%s%sle=\"%g\"", labels ? labels : "",
+			 sep, http_hist_bounds[i]);
+		http_metric_value(b, n, l, h->le[i]);
+	}
+	snprintf(l, sizeof(l), "%s%sle=\"+Inf\"", labels ? labels : "", sep);
+	http_metric_value(b, n, l, h->count);
+	snprintf(n, sizeof(n), "%s_sum", name);
+	http_metric_double(b, n, labels, h->sum);
+	snprintf(n, sizeof(n), "%s_count", name);
+	http_metric_value(b, n, labels, h->count);
 }
 
 static void
@@ -157,7 +229,7 @@ http_open(struct http **out, struct event_base *base, const char *listen,
 	if (net_addr_parse(listen, &a, err, errlen) < 0)
 		goto fail;
 	if (a.family == AF_UNIX) {
-		snprintf(err, errlen, "http.listen must be host:port");
+		snprintf(err, errlen, "%s", HTTP_LISTEN_MSG);
 		goto fail;
 	}
 	fd = net_listen(&a, 128, 0, bound, boundlen, err, errlen);
@@ -193,4 +265,20 @@ http_free(struct http *h)
 	if (h->eh != NULL)
 		evhttp_free(h->eh);
 	free(h);
+}
+
+static const struct cfg_field http_conf_fields[] = {
+	{"listen", CFG_ADDR, offsetof(struct http_conf, listen), 0, 0, 0, NULL,
+	 NULL, "host:port serving /metrics and /healthz"},
+};
+const struct cfg_schema http_conf_schema = {
+	"http", sizeof(struct http_conf), http_conf_fields,
+	CFG_NFIELDS(http_conf_fields), NULL};
+
+void
+http_conf_validate(const struct http_conf *c, struct cfg_pos at,
+		   struct cfg_diag *d)
+{
+	if (c->listen != NULL && strncmp(c->listen, "unix:", 5) == 0)
+		cfg_diag_add(d, at, "%s", HTTP_LISTEN_MSG);
 }
