@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrplan.h"
 #include "c4p.h"
 #include "log.h"
 #include "path.h"
@@ -30,7 +31,7 @@ admin_link(struct c4p *p, struct arena *ar, uint32_t id)
 	if (s == NULL)
 		return NULL;
 	c4__link_state__init(s);
-	c4p_link_name(t, id, name, sizeof(name));
+	topo_link_name(t, id, name, sizeof(name));
 	alloc_link_load(p->alloc, id, &up, &down);
 	s->link_id = arena_strdup(ar, name);
 	s->has_status = 1;
@@ -272,7 +273,7 @@ admin_link_set(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 			 "required");
 		return -1;
 	}
-	link = c4p_link_lookup(p->topo, q->link_id);
+	link = topo_link_lookup(p->topo, q->link_id);
 	if (link == TOPO_NONE) {
 		snprintf(err->text, sizeof(err->text),
 			 "link set: no link '%s' (see c4ctl links)",

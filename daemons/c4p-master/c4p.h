@@ -122,9 +122,6 @@ const char *c4p_job_name(const struct c4p *p, uint64_t id);
 void c4p_nic_name(const struct topo *t, uint32_t port, char *buf, size_t len);
 /* A NIC by "host/nic" or by IP; TOPO_NONE if unknown. */
 uint32_t c4p_nic_lookup(const struct topo *t, const char *s);
-/* "leaf-spine" (one cable) or "leaf-spine.k" (k-th parallel cable). */
-void c4p_link_name(const struct topo *t, uint32_t link, char *buf, size_t len);
-uint32_t c4p_link_lookup(const struct topo *t, const char *name);
 
 /* ---- api.c */
 int api_on_hello(struct srv_conn *c, const C4__Hello *h, struct msg_err *err,

@@ -192,39 +192,6 @@ c4p_nic_lookup(const struct topo *t, const char *s)
 	return TOPO_NONE;
 }
 
-void
-c4p_link_name(const struct topo *t, uint32_t link, char *buf, size_t len)
-{
-	const struct topo_link *l;
-	const struct topo_bundle *b;
-
-	if (link >= t->nlinks) {
-		snprintf(buf, len, "?");
-		return;
-	}
-	l = &t->links[link];
-	b = &t->bundles[l->bundle];
-	if (b->count == 1)
-		snprintf(buf, len, "%s-%s", t->leaves[l->leaf].name,
-			 t->spines[l->spine].name);
-	else
-		snprintf(buf, len, "%s-%s.%u", t->leaves[l->leaf].name,
-			 t->spines[l->spine].name, link - b->first_link);
-}
-
-uint32_t
-c4p_link_lookup(const struct topo *t, const char *name)
-{
-	char buf[3 * TOPO_NAME_MAX];
-
-	for (uint32_t i = 0; i < t->nlinks; i++) {
-		c4p_link_name(t, i, buf, sizeof(buf));
-		if (strcmp(buf, name) == 0)
-			return i;
-	}
-	return TOPO_NONE;
-}
-
 /* ---- hooks
  * -------------------------------------------------------------------- */
 

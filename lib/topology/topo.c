@@ -7,13 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrplan.h"
 #include "tmap.h"
 #include "topo.h"
 
-static void topo_err(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
+void
 topo_err(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;
@@ -49,7 +47,13 @@ topo_reserve(void **arr, uint32_t *cap, uint32_t n, size_t sz)
 struct topo *
 topo_new(void)
 {
-	return calloc(1, sizeof(struct topo));
+	struct topo *t = calloc(1, sizeof(struct topo));
+
+	if (t != NULL) {
+		t->swnet_base = TOPO_SWITCH_NET_DEFAULT_BASE;
+		t->swnet_prefix = TOPO_SWITCH_NET_DEFAULT_PREFIX;
+	}
+	return t;
 }
 
 void
@@ -513,6 +517,8 @@ topo_finalize(struct topo *t, char *err, size_t errlen)
 			return -1;
 		}
 	}
+	if (topo_addrplan_check(t, err, errlen) < 0)
+		return -1;
 	if (topo_build_ip_index(t, err, errlen) < 0)
 		goto fail;
 	t->leaf_links = malloc(((size_t)t->nlinks + 1) * sizeof(uint32_t));

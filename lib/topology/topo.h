@@ -28,6 +28,10 @@
 #define TOPO_MAX_NICS_PER_HOST 32
 #define TOPO_MAX_LINK_MULT     64 /* parallel links of one leaf-spine pair */
 #define TOPO_MAX_GBPS	       100000.0
+/* switch interface addresses (addrplan.h): 100.64.0.0/10 unless configured */
+#define TOPO_SWITCH_NET_DEFAULT	       "100.64.0.0/10"
+#define TOPO_SWITCH_NET_DEFAULT_BASE   0x64400000u
+#define TOPO_SWITCH_NET_DEFAULT_PREFIX 10
 
 #define HASH_ROCE_DPORT 4791 /* RoCEv2 UDP destination port */
 #define HASH_PROTO_UDP	17
@@ -134,6 +138,9 @@ struct topo {
 	uint32_t nleaves, nspines, nlinks, nbundles, nhosts, nnics, nports;
 	uint32_t cap_leaves, cap_spines, cap_links, cap_hosts, cap_nics;
 	uint32_t npods, nplanes;
+	/* switch_net of the interface address plan (addrplan.h) */
+	uint32_t swnet_base;
+	uint8_t swnet_prefix;
 	/* built by topo_finalize() */
 	uint32_t *leaf_links;  /* link ids grouped by leaf */
 	uint32_t *spine_links; /* link ids grouped by spine */
@@ -195,6 +202,10 @@ int topo_link_set_up(struct topo *t, uint32_t link, bool up);
 int topo_port_set_up(struct topo *t, uint32_t port, bool up);
 /* Healthy cables of a bundle. */
 uint32_t topo_bundle_healthy(const struct topo *t, uint32_t bundle);
+
+/* printf into an error buffer of len bytes (nothing when err is NULL). */
+void topo_err(char *err, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* "10.0.0.1" <-> uint32; topo_ip_parse returns -1 on malformed input. */
 int topo_ip_parse(const char *s, uint32_t *ip);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrplan.h"
 #include "tmap.h"
 #include "topo_yaml.h"
 
@@ -55,6 +56,8 @@ struct ty_host {
 
 struct ty_file {
 	struct cfg_pos at;
+	char *switch_net;
+	struct cfg_pos switch_net_at;
 	struct cfg_list leaves;
 	struct cfg_list spines;
 	struct cfg_list links;
@@ -165,6 +168,11 @@ static const struct cfg_field ty_file_fields[] = {
 	 &ty_link_schema, "leaf-spine cables"},
 	{"hosts", CFG_LIST, offsetof(struct ty_file, hosts), CFG_REQUIRED, 0, 0,
 	 NULL, &ty_host_schema, "hosts and their NICs"},
+	{"switch_net", CFG_STR, offsetof(struct ty_file, switch_net), 0, 0, 0,
+	 TOPO_SWITCH_NET_DEFAULT, NULL,
+	 "IPv4 network of the switch interface addresses"},
+	{"switch_net", CFG_POS, offsetof(struct ty_file, switch_net_at), 0, 0,
+	 0, NULL, NULL, NULL},
 };
 
 static const struct cfg_schema ty_file_schema = {
@@ -273,6 +281,8 @@ ty_names_build(struct ty_names *n, const struct cfg_list *l, size_t size,
 struct ty_ctx {
 	struct ty_file *f;
 	struct cfg_diag *d;
+	uint32_t swnet_base;
+	uint8_t swnet_prefix;
 	struct ty_names leaves, spines, hosts;
 	uint32_t *bundle_line; /* [leaf * nspines + spine]: line declared */
 	struct topo *t;
@@ -576,8 +586,34 @@ ty_build(struct ty_ctx *c)
 	}
 	if (c->d->n > 0)
 		return;
+	/* the plan's problems are the switch_net key's, or the file's */
+	if (topo_set_switch_net(c->t, c->swnet_base, c->swnet_prefix, c->err,
+				sizeof(c->err)) < 0 ||
+	    topo_addrplan_check(c->t, c->err, sizeof(c->err)) < 0) {
+		cfg_diag_add(c->d,
+			     f->switch_net_at.line ? f->switch_net_at : f->at,
+			     "%s", c->err);
+		return;
+	}
 	if (topo_finalize(c->t, c->err, sizeof(c->err)) < 0)
 		cfg_diag_add(c->d, f->at, "%s", c->err);
+}
+
+/* Parses switch_net (default when absent) into c, reporting a bad one. */
+static void
+ty_check_switch_net(struct ty_ctx *c)
+{
+	const char *s = c->f->switch_net;
+
+	c->swnet_base = TOPO_SWITCH_NET_DEFAULT_BASE;
+	c->swnet_prefix = TOPO_SWITCH_NET_DEFAULT_PREFIX;
+	if (s == NULL)
+		return;
+	if (topo_cidr_parse(s, &c->swnet_base, &c->swnet_prefix) < 0)
+		cfg_diag_add(c->d, c->f->switch_net_at,
+			     "switch_net: '%s' is not an IPv4 network "
+			     "a.b.c.d/len with no host bits set",
+			     s);
 }
 
 /* Position "line:col" of a diagnostic formatted "file:line:col: ...". */
@@ -646,6 +682,7 @@ ty_process(struct ty_file *f, struct cfg_diag *d, bool loaded,
 		       offsetof(struct ty_host, name_at), "host", d);
 	ty_check_links(&c);
 	ty_check_nics(&c);
+	ty_check_switch_net(&c);
 	if (loaded && d->n == 0 && d->dropped == 0) {
 		if (f->leaves.n == 0)
 			cfg_diag_add(d, f->at, "no leaves");

@@ -7,6 +7,8 @@
  *           "*": every leaf (spine) of the other end's pod and plane
  *   hosts:  [{name, nics: [{name, gbps, left: {leaf, ip},
  *                                      right: {leaf, ip}}, ...]}, ...]
+ *   switch_net: 100.64.0.0/10    optional: network of the switch interface
+ *           addresses (addrplan.h); must hold the plan, miss the NIC IPs
  *
  * Schema errors come from lib/common/cfg; then every name and reference is
  * checked (unknown leaf or spine, duplicate names, a NIC with both ports on
