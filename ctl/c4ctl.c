@@ -56,6 +56,7 @@ ctl_usage(FILE *fp)
 		"or IP)\n"
 		"  links             leaf-spine links: state, QPs, load\n"
 		"  link set down|up LINK   take a link down or up\n"
+		"  probe             a probe round by the agents now\n"
 		"  alloc [--job JOB] allocations (of one job)\n"
 		"  fabric [--svg FILE]   utilisation: table, or an SVG "
 		"picture\n"
@@ -568,7 +569,7 @@ main(int argc, char **argv)
 		rc = ctl_status(&c);
 	} else if (strcmp(cmd, "paths") == 0 || strcmp(cmd, "links") == 0 ||
 		   strcmp(cmd, "link") == 0 || strcmp(cmd, "alloc") == 0 ||
-		   strcmp(cmd, "fabric") == 0) {
+		   strcmp(cmd, "fabric") == 0 || strcmp(cmd, "probe") == 0) {
 		rc = ctl_c4p(&c, cmd, argc, argv);
 	} else {
 		fprintf(stderr, "c4ctl: unknown command or arguments: %s\n",

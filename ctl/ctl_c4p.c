@@ -578,9 +578,48 @@ out:
 	return rc;
 }
 
+/* A probe round now: the agents' results refresh the catalog. */
+static int
+ctl_probe(struct ctl *c, int argc, char **argv)
+{
+	C4__AdminRequest req = C4__ADMIN_REQUEST__INIT;
+	const C4__AdminReply *r;
+	C4__Envelope *env;
+	struct json j;
+
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "c4ctl: usage: probe\n");
+		return 2;
+	}
+	req.op = C4__ADMIN_OP__ADMIN_PROBE;
+	env = ctl_admin_req(c, &req, "probe");
+	if (env == NULL)
+		return 1;
+	r = env->admin_reply;
+	if (c->json) {
+		json_init(&j, stdout);
+		json_obj_begin(&j);
+		json_key(&j, "round");
+		json_u64(&j, r->probe_round);
+		json_key(&j, "tasks");
+		json_u64(&j, r->probe_tasks);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		printf("probe round %llu: %u tasks sent to agents\n",
+		       (unsigned long long)r->probe_round, r->probe_tasks);
+	}
+	msg_free(env);
+	cli_close(&c->cli);
+	return 0;
+}
+
 int
 ctl_c4p(struct ctl *c, const char *cmd, int argc, char **argv)
 {
+	if (strcmp(cmd, "probe") == 0)
+		return ctl_probe(c, argc, argv);
 	if (strcmp(cmd, "paths") == 0)
 		return ctl_paths(c, argc, argv);
 	if (strcmp(cmd, "links") == 0)

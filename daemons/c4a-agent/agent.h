@@ -8,12 +8,18 @@
  * (union of rank entries) and forwarded at once, batches are merged into
  * one TelemetryBatch per agent interval and handed to the job's upstream,
  * which keeps them in a bounded FIFO while its master is away.
+ *
+ * With a `c4p:` section the agent also keeps a session to the c4p-master
+ * (upstream.c again, without a job) and runs the probe tasks it sends
+ * (probe.c, probe_): UDP probes toward the RoCEv2 port with rising TTLs,
+ * the ICMP answers read from the sockets' error queues, ProbeResult back.
  */
 #ifndef C4_AGENT_H
 #define C4_AGENT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <event2/event.h>
@@ -134,10 +140,22 @@ struct up_stats {
 
 /* Called each time a session to the master is up (hello answered). */
 typedef void (*up_ready_fn)(struct up *u, void *arg);
+/*
+ * Called for each message of a ready session other than heartbeats,
+ * errors and goodbyes; returns -1 to end the session.
+ */
+typedef int (*up_msg_fn)(struct up *u, const C4__Envelope *env, void *arg);
 
+/*
+ * m->job NULL: a session without a job (the c4p-master's); the hello then
+ * names no job and the reply's job is not checked.
+ */
 struct up *up_new(struct event_base *base, struct evdns_base *dns,
 		  const struct agent_master_conf *m, const char *node,
 		  size_t buffer_limit, up_ready_fn ready, void *arg);
+void up_set_handler(struct up *u, up_msg_fn fn, void *arg);
+/* Sends a message now if the session is up; 0, or -1 (not sent). */
+int up_send(struct up *u, C4__MsgType type, void *body);
 void up_free(struct up *u);
 /*
  * Queues a batch frame (taking it) in the FIFO of at most buffer_limit
@@ -157,5 +175,80 @@ uint64_t up_take_dropped(struct up *u);
 int up_is_ready(const struct up *u);
 const char *up_address(const struct up *u);
 const struct up_stats *up_get_stats(const struct up *u);
+
+/* ---- probe.c --------------------------------------------------------------
+ */
+
+#define PROBE_QUEUE_MAX	     4096	 /* tasks waiting to run */
+#define PROBE_ACTIVE_MAX     16		 /* tasks running at once */
+#define PROBE_SOCKS_MAX	     512	 /* probe sockets open at once */
+#define PROBE_TICK_MS	     5		 /* token bucket refill period */
+#define PROBE_TIMEOUT_MS     500	 /* wait after a task's last probe */
+#define PROBE_TIMEOUT_MAX_MS 10000	 /* largest timeout a task may ask */
+#define PROBE_REPEATS_MAX    16		 /* probes per (source port, TTL) */
+#define PROBE_TTL_DEFAULT    4		 /* two-tier: leaf, spine, leaf, host */
+#define PROBE_DPORT	     4791	 /* RoCEv2 */
+#define PROBE_MAGIC	     0x43345042u /* "C4PB", first payload word */
+#define PROBE_PAYLOAD_LEN    16		 /* magic, task id, sport, ttl, rep */
+
+struct probe;
+
+enum probe_kind {
+	PROBE_TTL_EXCEEDED = 1, /* a switch on the way answered */
+	PROBE_REACHED = 2,	/* the destination: port unreachable */
+	PROBE_OTHER = 3,	/* any other ICMP error (counted only) */
+};
+
+/* What one message of a probe socket's error queue says. */
+struct probe_reply {
+	uint64_t task;
+	uint16_t sport;
+	uint8_t ttl;
+	uint8_t rep;
+	uint8_t kind;	   /* enum probe_kind */
+	uint32_t offender; /* IPv4 of who answered, network order */
+};
+
+struct probe_stats {
+	uint64_t tasks;		/* tasks received */
+	uint64_t tasks_refused; /* malformed, or the queue full */
+	uint64_t tasks_done;	/* results sent (or attempted) */
+	uint64_t sent;		/* probe packets sent */
+	uint64_t send_errors;
+	uint64_t replies;  /* matched ICMP answers */
+	uint64_t reached;  /* of which from the destination */
+	uint64_t timeouts; /* probes never answered */
+	uint64_t stray;	   /* answers matching no running probe */
+	uint64_t queued;   /* tasks waiting now */
+	uint64_t active;   /* tasks running now */
+};
+
+/* A finished task: send r (valid during the call only). */
+typedef void (*probe_result_fn)(const C4__ProbeResult *r, void *arg);
+
+/*
+ * rate: packets per second over all tasks. netns: name under /run/netns
+ * whose network namespace the probe sockets are created in, or NULL.
+ */
+struct probe *probe_new(struct event_base *base, uint32_t rate,
+			const char *netns, probe_result_fn done, void *arg);
+void probe_free(struct probe *pr);
+/* Queues a task (copied); 0, or -1 with err (refused, counted). */
+int probe_task(struct probe *pr, const C4__ProbeTask *t, char *err,
+	       size_t errlen);
+/* Drops every queued and running task (the master's session ended). */
+void probe_cancel(struct probe *pr);
+const struct probe_stats *probe_get_stats(const struct probe *pr);
+
+/*
+ * Decodes one message read with MSG_ERRQUEUE from a probe socket: its
+ * IP_RECVERR control message and the payload of the original probe.
+ * 0, or -1 when it is no answer to a probe of ours.
+ */
+int probe_parse(const struct msghdr *msg, const uint8_t *data, size_t len,
+		struct probe_reply *r);
+/* The payload of probe (task, sport, ttl, rep): PROBE_PAYLOAD_LEN bytes. */
+void probe_payload(uint8_t *buf, uint64_t task, uint16_t sport, uint8_t ttl,
+		   uint8_t rep);
 
 #endif

@@ -29,8 +29,20 @@ struct c4a_socket_conf {
 	char *group;
 };
 
+/* "c4p:": the c4p-master and the probing it asks for. */
+struct c4a_c4p_conf {
+	char *address;
+	char *token;
+	char *token_file;
+	char *probe_netns;
+	int64_t probe_rate;
+	struct cfg_pos pos;
+	char *secret; /* filled by validation */
+};
+
 struct c4a_conf {
 	char *node_name;
+	struct c4a_c4p_conf c4p;
 	int64_t interval;	 /* ms */
 	int64_t buffer_limit;	 /* bytes per master */
 	struct cfg_list masters; /* struct agent_master_conf */
@@ -88,33 +100,45 @@ c4a_read_token(const char *path, char *err, size_t errlen)
 	return strdup(line);
 }
 
+/*
+ * The credential of a master entry: exactly one of token and token_file,
+ * of a valid length.  *secret gets a copy; problems go to d as "what: ...".
+ */
+static void
+c4a_secret(const char *token, const char *token_file, char **secret,
+	   const char *what, struct cfg_pos at, struct cfg_diag *d)
+{
+	char err[256];
+
+	if ((token == NULL) == (token_file == NULL)) {
+		cfg_diag_add(d, at,
+			     "%s: give exactly one of token and "
+			     "token_file",
+			     what);
+		return;
+	}
+	if (token != NULL)
+		*secret = strdup(token);
+	else if ((*secret = c4a_read_token(token_file, err, sizeof(err))) ==
+		 NULL) {
+		cfg_diag_add(d, at, "%s: token_file %s: %s", what, token_file,
+			     err);
+		return;
+	}
+	if (*secret == NULL || strlen(*secret) < AUTH_TOKEN_MIN ||
+	    strlen(*secret) > AUTH_TOKEN_MAX)
+		cfg_diag_add(d, at, "%s: token must be %u to %u bytes", what,
+			     AUTH_TOKEN_MIN, AUTH_TOKEN_MAX);
+}
+
 static void
 c4a_master_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
 {
 	struct agent_master_conf *m = obj;
-	char err[256];
+	char what[MSG_ID_MAX + 32];
 
-	if ((m->token == NULL) == (m->token_file == NULL)) {
-		cfg_diag_add(
-			d, at,
-			"master of job '%s': give exactly one of token and "
-			"token_file",
-			m->job);
-		return;
-	}
-	if (m->token != NULL)
-		m->secret = strdup(m->token);
-	else if ((m->secret = c4a_read_token(m->token_file, err,
-					     sizeof(err))) == NULL) {
-		cfg_diag_add(d, at, "master of job '%s': token_file %s: %s",
-			     m->job, m->token_file, err);
-		return;
-	}
-	if (m->secret == NULL || strlen(m->secret) < AUTH_TOKEN_MIN ||
-	    strlen(m->secret) > AUTH_TOKEN_MAX)
-		cfg_diag_add(d, at,
-			     "master of job '%s': token must be %u to %u bytes",
-			     m->job, AUTH_TOKEN_MIN, AUTH_TOKEN_MAX);
+	snprintf(what, sizeof(what), "master of job '%s'", m->job);
+	c4a_secret(m->token, m->token_file, &m->secret, what, at, d);
 	if (strlen(m->job) > MSG_ID_MAX)
 		cfg_diag_add(d, at, "job id longer than %u bytes", MSG_ID_MAX);
 }
@@ -139,9 +163,55 @@ static const struct cfg_schema c4a_master_schema = {
 	"master", sizeof(struct agent_master_conf), c4a_master_fields,
 	CFG_NFIELDS(c4a_master_fields), c4a_master_validate};
 
+static void
+c4a_c4p_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
+{
+	struct c4a_c4p_conf *c = obj;
+	const char *ns = c->probe_netns;
+
+	if (c->address == NULL) {
+		if (c->token != NULL || c->token_file != NULL || ns != NULL)
+			cfg_diag_add(d, c->pos, "c4p: address is required");
+		return;
+	}
+	c4a_secret(c->token, c->token_file, &c->secret, "c4p", c->pos, d);
+	/* A name under /run/netns, as ip-netns(8) makes them. */
+	if (ns != NULL && (ns[0] == '\0' || ns[0] == '.' || strchr(ns, '/') ||
+			   strlen(ns) > 64))
+		cfg_diag_add(d, c->pos,
+			     "c4p.probe_netns: '%s' is not a name under "
+			     "/run/netns",
+			     ns);
+	(void)at;
+}
+
+static const struct cfg_field c4a_c4p_fields[] = {
+	{"address", CFG_ADDR, offsetof(struct c4a_c4p_conf, address), 0, 0, 0,
+	 NULL, NULL, "the c4p-master: host:port or unix:/path"},
+	{"token", CFG_STR, offsetof(struct c4a_c4p_conf, token), CFG_SECRET, 0,
+	 0, NULL, NULL, "credential (role agent) for it"},
+	{"token_file", CFG_STR, offsetof(struct c4a_c4p_conf, token_file), 0, 0,
+	 0, NULL, NULL, "file whose first line is the credential"},
+	{"probe_netns", CFG_STR, offsetof(struct c4a_c4p_conf, probe_netns), 0,
+	 0, 0, NULL, NULL,
+	 "network namespace (/run/netns/NAME) of the probe sockets"},
+	{"probe_rate", CFG_INT, offsetof(struct c4a_c4p_conf, probe_rate), 0, 1,
+	 1000000, "2000", NULL, "probe packets per second, at most"},
+	{NULL, CFG_POS, offsetof(struct c4a_c4p_conf, pos), 0, 0, 0, NULL, NULL,
+	 NULL},
+	{NULL, CFG_STR, offsetof(struct c4a_c4p_conf, secret), CFG_SECRET, 0, 0,
+	 NULL, NULL, NULL},
+};
+
+static const struct cfg_schema c4a_c4p_schema = {
+	"c4p", sizeof(struct c4a_c4p_conf), c4a_c4p_fields,
+	CFG_NFIELDS(c4a_c4p_fields), c4a_c4p_validate};
+
 static const struct cfg_field c4a_fields[] = {
 	{"node_name", CFG_STR, offsetof(struct c4a_conf, node_name), 0, 0, 0,
 	 NULL, NULL, "this node's name (default: the host name)"},
+	{"c4p", CFG_SECTION, offsetof(struct c4a_conf, c4p), 0, 0, 0, NULL,
+	 &c4a_c4p_schema, "the c4p-master, whose probe tasks this agent runs"},
 	{"interval", CFG_DURATION, offsetof(struct c4a_conf, interval), 0, 100,
 	 3600000, "1s", NULL, "reporting interval: one batch per job per tick"},
 	{"buffer_limit", CFG_SIZE, offsetof(struct c4a_conf, buffer_limit), 0,
@@ -195,6 +265,8 @@ struct c4a_job {
 struct c4a_state {
 	struct dmn *d;
 	struct evdns_base *dns;
+	struct up *c4p;	     /* session to the c4p-master, if configured */
+	struct probe *probe; /* its probe tasks */
 	struct event *tick;
 	struct c4a_job *jobs;
 	size_t njobs;
@@ -279,6 +351,72 @@ c4a_tick_cb(evutil_socket_t fd, short what, void *arg)
 	st->interval_start_ns = now;
 }
 
+/* ---- the c4p-master's session ------------------------------------------ */
+
+static void
+c4a_probe_done(const C4__ProbeResult *r, void *arg)
+{
+	struct c4a_state *st = arg;
+
+	/* A result the master cannot take now is lost: it probes again. */
+	if (up_send(st->c4p, C4__MSG_TYPE__MSG_PROBE_RESULT, (void *)r) < 0)
+		log_debug("probe result %llu: no session to the c4p-master",
+			  (unsigned long long)r->task_id);
+}
+
+static int
+c4a_c4p_msg(struct up *u, const C4__Envelope *env, void *arg)
+{
+	struct c4a_state *st = arg;
+	char err[256];
+
+	(void)u;
+	switch (env->type) {
+	case C4__MSG_TYPE__MSG_PROBE_TASK:
+		if (probe_task(st->probe, env->probe_task, err, sizeof(err)) <
+		    0)
+			log_warnx("c4p-master: %s", err);
+		return 0;
+	case C4__MSG_TYPE__MSG_PATH_REASSIGN:
+		/* CCL clients hold their own sessions to the c4p-master. */
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* A new session: tasks of the last one will not be wanted any more. */
+static void
+c4a_c4p_ready(struct up *u, void *arg)
+{
+	struct c4a_state *st = arg;
+
+	(void)u;
+	probe_cancel(st->probe);
+}
+
+static int
+c4a_c4p_start(struct c4a_state *st, const struct c4a_c4p_conf *c)
+{
+	struct agent_master_conf m = {0};
+
+	st->probe = probe_new(st->d->base, (uint32_t)c->probe_rate,
+			      c->probe_netns, c4a_probe_done, st);
+	if (st->probe == NULL)
+		return -1;
+	m.address = c->address;
+	m.secret = c->secret;
+	st->c4p = up_new(st->d->base, st->dns, &m, st->d->node, 0,
+			 c4a_c4p_ready, st);
+	if (st->c4p == NULL)
+		return -1;
+	up_set_handler(st->c4p, c4a_c4p_msg, st);
+	log_info("c4p-master %s%s%s", c->address,
+		 c->probe_netns ? ", probes in network namespace " : "",
+		 c->probe_netns ? c->probe_netns : "");
+	return 0;
+}
+
 static void
 c4a_stop(struct dmn *d)
 {
@@ -286,6 +424,8 @@ c4a_stop(struct dmn *d)
 
 	if (st == NULL)
 		return;
+	up_free(st->c4p);
+	probe_free(st->probe);
 	for (size_t i = 0; i < st->njobs; i++) {
 		up_free(st->jobs[i].up);
 		agg_free(st->jobs[i].agg);
@@ -345,6 +485,8 @@ c4a_start(struct dmn *d)
 		st->njobs++;
 		log_info("job %s: master %s", m[i].job, m[i].address);
 	}
+	if (c->c4p.address != NULL && c4a_c4p_start(st, &c->c4p) < 0)
+		goto fail;
 	tv.tv_sec = c->interval / 1000;
 	tv.tv_usec = (c->interval % 1000) * 1000;
 	if (event_add(st->tick, &tv) < 0)
@@ -548,6 +690,35 @@ c4a_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 			  "reporting intervals ended", 0);
 	srv_reply_counter(r, "batches_sent", st->batches_sent,
 			  "merged batches handed to the masters' sessions", 0);
+	if (st->probe != NULL) {
+		const struct probe_stats *ps = probe_get_stats(st->probe);
+
+		srv_reply_counter(r, "c4p_connected", up_is_ready(st->c4p),
+				  "session to the c4p-master is up", 1);
+		srv_reply_counter(r, "probe_tasks", ps->tasks,
+				  "probe tasks received", 0);
+		srv_reply_counter(r, "probe_tasks_refused", ps->tasks_refused,
+				  "probe tasks refused (malformed, queue full)",
+				  0);
+		srv_reply_counter(r, "probe_tasks_done", ps->tasks_done,
+				  "probe results sent", 0);
+		srv_reply_counter(r, "probe_tasks_running", ps->active,
+				  "probe tasks running now", 1);
+		srv_reply_counter(r, "probe_tasks_queued", ps->queued,
+				  "probe tasks waiting now", 1);
+		srv_reply_counter(r, "probe_sent", ps->sent,
+				  "probe packets sent", 0);
+		srv_reply_counter(r, "probe_send_errors", ps->send_errors,
+				  "probe packets the kernel refused", 0);
+		srv_reply_counter(r, "probe_replies", ps->replies,
+				  "ICMP answers matched to a probe", 0);
+		srv_reply_counter(r, "probe_reached", ps->reached,
+				  "answers from the destination", 0);
+		srv_reply_counter(r, "probe_timeouts", ps->timeouts,
+				  "probes never answered", 0);
+		srv_reply_counter(r, "probe_stray", ps->stray,
+				  "answers that matched no running probe", 0);
+	}
 	for (size_t i = 0; i < st->njobs; i++) {
 		const struct up_stats *u = up_get_stats(st->jobs[i].up);
 		const char *job = st->jobs[i].job;
@@ -629,9 +800,16 @@ c4a_reload(struct dmn *d, const void *oldconf)
 {
 	const struct c4a_conf *n = d->conf, *o = oldconf;
 
-	if (c4a_masters_differ(n, o))
-		log_warnx("reload: masters, interval and buffer_limit changes "
-			  "take a restart");
+	if (c4a_masters_differ(n, o) ||
+	    (n->c4p.address == NULL) != (o->c4p.address == NULL) ||
+	    (n->c4p.address && (strcmp(n->c4p.address, o->c4p.address) ||
+				strcmp(n->c4p.secret, o->c4p.secret))) ||
+	    n->c4p.probe_rate != o->c4p.probe_rate ||
+	    (n->c4p.probe_netns == NULL) != (o->c4p.probe_netns == NULL) ||
+	    (n->c4p.probe_netns &&
+	     strcmp(n->c4p.probe_netns, o->c4p.probe_netns)))
+		log_warnx("reload: masters, c4p, interval and buffer_limit "
+			  "changes take a restart");
 
 	if (strcmp(n->socket.path, o->socket.path) != 0 ||
 	    n->socket.mode != o->socket.mode ||

@@ -1,5 +1,6 @@
 /*
- * upstream.c - the agent's session to one job master: non-blocking connect,
+ * upstream.c - the agent's session to one master (a job's c4d-master, or
+ * the c4p-master when the session has no job): non-blocking connect,
  * hello as an agent, heartbeats at the master's interval, replies read and
  * validated, reconnection with jittered exponential backoff, and a FIFO of
  * batch frames bounded in bytes that holds what the master cannot take.
@@ -57,10 +58,19 @@ struct up {
 	uint64_t pending_dropped;
 	up_ready_fn ready;
 	void *arg;
+	up_msg_fn on_msg;
+	void *msg_arg;
 	struct up_stats st;
 };
 
 static void up_connect(struct up *u);
+
+/* The job in log lines: the c4p-master's session has none. */
+static const char *
+up_job(const struct up *u)
+{
+	return u->job != NULL ? u->job : "-";
+}
 
 static void
 up_timer_ms(struct event *ev, unsigned ms)
@@ -78,10 +88,10 @@ up_down(struct up *u, const char *why)
 
 	if (u->state == UP_READY)
 		log_warnx("master %s (job %s): session lost: %s", u->address,
-			  u->job, why);
+			  up_job(u), why);
 	else
 		log_debug("master %s (job %s): no session: %s", u->address,
-			  u->job, why);
+			  up_job(u), why);
 	if (u->state != UP_READY)
 		u->st.connect_failures++;
 	if (u->bev != NULL) {
@@ -194,7 +204,8 @@ up_hello_reply(struct up *u, const C4__HelloReply *r)
 			  msg_role_name(r->role));
 		return -1;
 	}
-	if (r->job_id != NULL && strcmp(r->job_id, u->job) != 0) {
+	if (u->job != NULL && r->job_id != NULL &&
+	    strcmp(r->job_id, u->job) != 0) {
 		log_warnx("master %s serves job %s, not %s", u->address,
 			  r->job_id, u->job);
 		return -1;
@@ -211,7 +222,7 @@ up_hello_reply(struct up *u, const C4__HelloReply *r)
 	u->st.connected = 1;
 	if (u->st.sessions++ > 0)
 		u->st.reconnects++;
-	log_info("master %s (job %s): session %llu up", u->address, u->job,
+	log_info("master %s (job %s): session %llu up", u->address, up_job(u),
 		 (unsigned long long)r->session_id);
 	hb.tv_sec = u->hb_ms / 1000;
 	hb.tv_usec = (u->hb_ms % 1000) * 1000;
@@ -242,7 +253,7 @@ up_handle(struct up *u, const C4__Envelope *env)
 	case C4__MSG_TYPE__MSG_ERROR:
 		u->st.errors++;
 		log_warnx("master %s (job %s): error %d: %s", u->address,
-			  u->job, env->error->code,
+			  up_job(u), env->error->code,
 			  env->error->text ? env->error->text : "");
 		return env->error->fatal ? -1 : 0;
 	case C4__MSG_TYPE__MSG_GOODBYE:
@@ -253,6 +264,9 @@ up_handle(struct up *u, const C4__Envelope *env)
 				  u->address, msg_type_name(env->type));
 			return -1;
 		}
+		if (env->type != C4__MSG_TYPE__MSG_HEARTBEAT &&
+		    u->on_msg != NULL)
+			return u->on_msg(u, env, u->msg_arg);
 		return 0; /* heartbeat echoes; events are not for agents */
 	}
 }
@@ -411,7 +425,7 @@ up_new(struct event_base *base, struct evdns_base *dns,
 	u->base = base;
 	u->dns = dns;
 	STAILQ_INIT(&u->fifo);
-	u->job = strdup(m->job);
+	u->job = m->job != NULL ? strdup(m->job) : NULL;
 	u->address = strdup(m->address);
 	u->secret = strdup(m->secret);
 	u->node = strdup(node);
@@ -423,8 +437,9 @@ up_new(struct event_base *base, struct evdns_base *dns,
 	u->seed = (unsigned)getpid() ^ (unsigned)(uintptr_t)u;
 	u->timer = evtimer_new(base, up_timer_cb, u);
 	u->hb = event_new(base, -1, EV_PERSIST, up_hb_cb, u);
-	if (u->job == NULL || u->address == NULL || u->secret == NULL ||
-	    u->node == NULL || u->timer == NULL || u->hb == NULL ||
+	if ((m->job != NULL && u->job == NULL) || u->address == NULL ||
+	    u->secret == NULL || u->node == NULL || u->timer == NULL ||
+	    u->hb == NULL ||
 	    net_addr_parse(m->address, &u->addr, err, sizeof(err)) < 0) {
 		up_free(u);
 		return NULL;
@@ -508,6 +523,21 @@ up_take_dropped(struct up *u)
 
 	u->pending_dropped = 0;
 	return n;
+}
+
+void
+up_set_handler(struct up *u, up_msg_fn fn, void *arg)
+{
+	u->on_msg = fn;
+	u->msg_arg = arg;
+}
+
+int
+up_send(struct up *u, C4__MsgType type, void *body)
+{
+	if (u->state != UP_READY)
+		return -1;
+	return up_write(u, type, body);
 }
 
 int

@@ -5,6 +5,7 @@
  *   ADMIN_FABRIC    the same, for the utilisation picture;
  *   ADMIN_LINK_SET  a cable down or up: QPs move, holders are told, and
  *                   the answer waits until the change is committed;
+ *   ADMIN_PROBE     a probe round now (or right after the running one);
  *   ADMIN_ALLOCS    allocations, of one job if job_id is set (at most
  *                   C4P_ALLOCS_MAX QPs, or limit; `more` says if cut).
  */
@@ -258,12 +259,10 @@ static int64_t
 admin_link_set(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 	       struct arena *ar, struct msg_err *err)
 {
-	struct alloc_change *ch = NULL;
-	size_t nch = 0;
 	uint32_t link;
 	bool up;
 	char reason[256];
-	uint64_t seq;
+	int64_t seq;
 
 	if (q->link_id == NULL || !q->has_link_status ||
 	    (q->link_status != C4__LINK_STATUS__LINK_UP &&
@@ -281,11 +280,37 @@ admin_link_set(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 		return -1;
 	}
 	up = q->link_status == C4__LINK_STATUS__LINK_UP;
-	if (alloc_link_set(p->alloc, link, up, &ch, &nch) < 0) {
+	snprintf(reason, sizeof(reason), "link %s %s", q->link_id,
+		 up ? "up" : "down");
+	/* The operator's word stands: probes do not undo it. */
+	probe_forget(p->probe, link);
+	seq = admin_link_apply(p, link, up, reason, &r->moved, &r->stranded);
+	if (seq < 0) {
 		snprintf(err->text, sizeof(err->text),
 			 "link set: out of memory");
 		return -1;
 	}
+	r->has_moved = 1;
+	r->has_stranded = 1;
+	r->links = arena_calloc(ar, 1, sizeof(*r->links));
+	if (r->links != NULL) {
+		r->links[0] = admin_link(p, ar, link);
+		r->n_links = r->links[0] != NULL;
+	}
+	return seq;
+}
+
+int64_t
+admin_link_apply(struct c4p *p, uint32_t link, bool up, const char *reason,
+		 uint32_t *moved, uint32_t *stranded)
+{
+	struct alloc_change *ch = NULL;
+	size_t nch = 0;
+	uint64_t seq;
+
+	*moved = *stranded = 0;
+	if (alloc_link_set(p->alloc, link, up, &ch, &nch) < 0)
+		return -1;
 	/*
 	 * A cable back up: stranded QPs were placed again above; now move
 	 * QPs whose worst cable gets strictly less loaded (rebalancing).
@@ -310,8 +335,6 @@ admin_link_set(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 	}
 	p->st.link_changes++;
 	seq = state_link(p->store, link, up);
-	snprintf(reason, sizeof(reason), "link %s %s", q->link_id,
-		 up ? "up" : "down");
 	log_info("%s: %zu QPs affected", reason, nch);
 	if (nch > 0) {
 		uint64_t s = api_changes(p, ch, nch, reason);
@@ -319,20 +342,13 @@ admin_link_set(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 		if (s > seq)
 			seq = s;
 	}
-	r->has_moved = 1;
-	r->has_stranded = 1;
 	for (size_t i = 0; i < nch; i++) {
 		if (ch[i].kind == ALLOC_MOVED)
-			r->moved++;
+			(*moved)++;
 		else
-			r->stranded++;
+			(*stranded)++;
 	}
 	free(ch);
-	r->links = arena_calloc(ar, 1, sizeof(*r->links));
-	if (r->links != NULL) {
-		r->links[0] = admin_link(p, ar, link);
-		r->n_links = r->links[0] != NULL;
-	}
 	return (int64_t)seq;
 }
 
@@ -352,6 +368,7 @@ admin_handle(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 	case C4__ADMIN_OP__ADMIN_LINK_SET:
 	case C4__ADMIN_OP__ADMIN_ALLOCS:
 	case C4__ADMIN_OP__ADMIN_FABRIC:
+	case C4__ADMIN_OP__ADMIN_PROBE:
 		break;
 	default:
 		return -1; /* srv answers "not served" */
@@ -386,6 +403,16 @@ admin_handle(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 		if (admin_allocs(p, q, r, &pe->arena) < 0)
 			goto oom;
 		break;
+	case C4__ADMIN_OP__ADMIN_PROBE: {
+		size_t tasks;
+
+		if (probe_round(p->probe, "asked by an operator") < 0)
+			goto oom;
+		r->has_probe_round = r->has_probe_tasks = 1;
+		r->probe_round = probe_rounds(p->probe, &tasks);
+		r->probe_tasks = (uint32_t)tasks;
+		break;
+	}
 	default:
 		break;
 	}

@@ -102,17 +102,21 @@ int
 api_on_hello(struct srv_conn *c, const C4__Hello *h, struct msg_err *err,
 	     void *arg)
 {
+	struct dmn *d = arg;
+	struct c4p *p = d->state;
 	struct c4p_sess *s = calloc(1, sizeof(*s));
 
-	(void)h;
-	(void)arg;
 	if (s == NULL) {
 		err->code = C4__ERROR_CODE__ERR_INTERNAL;
 		snprintf(err->text, sizeof(err->text), "out of memory");
 		return -1;
 	}
 	s->conn = c;
+	s->host = TOPO_NONE;
 	srv_conn_set_data(c, s);
+	/* An agent named after a host of the topology probes from it. */
+	if (p != NULL && h->has_role && h->role == C4__ROLE__ROLE_AGENT)
+		probe_agent(p->probe, s, h->node_name);
 	return 0;
 }
 
@@ -129,6 +133,8 @@ api_on_close(struct srv_conn *c, void *arg)
 	/* Their holders learn of later moves on their next request. */
 	if (p != NULL && s->requests > 0)
 		hold_drop_sess(p->holders, s);
+	if (p != NULL)
+		probe_agent_gone(p->probe, s);
 	s->conn = NULL;
 	if (s->pending == 0)
 		free(s);
@@ -266,6 +272,27 @@ api_reply_error(C4__PathReply *out, C4__ErrorCode code, const char *text,
 }
 
 /*
+ * A pair without catalog entry (on a side the request may use) gets an
+ * on-demand probe; true when one was asked for.
+ */
+static bool
+api_want_probe(struct c4p *p, const struct alloc_qp_req *q)
+{
+	bool asked = false;
+
+	for (uint8_t s = 0; s < TOPO_SIDES; s++) {
+		struct catalog_key k = {q->sip, q->dip, s};
+
+		if ((q->side != TOPO_SIDE_ANY && q->side != s) ||
+		    catalog_find(p->cat, &k) != NULL)
+			continue;
+		probe_want(p->probe, &k);
+		asked = true;
+	}
+	return asked;
+}
+
+/*
  * Allocates (or renews) one request and fills out; returns the store
  * sequence number of the change (0 when nothing changed).
  */
@@ -323,8 +350,12 @@ api_request1(struct c4p *p, struct c4p_sess *sess, struct srv_conn *c,
 				 "(%s)",
 				 r->request_id, err);
 		else if (rc == -ENOENT)
-			snprintf(text, sizeof(text), "no healthy path: %s",
-				 err);
+			snprintf(text, sizeof(text), "no healthy path: %s%s",
+				 err,
+				 api_want_probe(p, &qps[0])
+					 ? " (a probe of the pair is under "
+					   "way: ask again)"
+					 : "");
 		else
 			snprintf(text, sizeof(text), "%s", err);
 		api_reply_error(out, C4__ERROR_CODE__ERR_INVALID, text, ar);
@@ -617,13 +648,17 @@ api_expire(struct c4p *p)
  * ---------------------------------------------------------- */
 
 static int
-api_probe_result(struct c4p *p, const C4__ProbeResult *r, struct msg_err *err)
+api_probe_result(struct c4p *p, struct c4p_sess *sess, const C4__ProbeResult *r,
+		 struct msg_err *err)
 {
 	const struct topo *t = p->topo;
 	struct probe_result pr;
 	char e[256];
 
 	p->st.probe_results++;
+	/* An answer to a task of the running round. */
+	if (probe_result(p->probe, sess, r) == 0)
+		return 0;
 	memset(&pr, 0, sizeof(pr));
 	if (r->src_ip == NULL || r->dst_ip == NULL ||
 	    topo_ip_parse(r->src_ip, &pr.src_ip) < 0 ||
@@ -696,7 +731,8 @@ api_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 		p->st.qp_load_qps += env->qp_load->n_qps;
 		return 0;
 	case C4__MSG_TYPE__MSG_PROBE_RESULT:
-		return api_probe_result(p, env->probe_result, err);
+		return api_probe_result(p, srv_conn_get_data(c),
+					env->probe_result, err);
 	case C4__MSG_TYPE__MSG_ADMIN_REQUEST:
 		return admin_handle(p, c, env, err);
 	default:

@@ -9,6 +9,8 @@
  *   state.c  the SQLite store and its writer thread;
  *   hold.c   which session holds which request;
  *   metrics.c its /metrics and /healthz.
+ *   probe.c  probe rounds by agents, results into the catalog, cable
+ *            health judged from them.
  *
  * Durability rule: an answer that hands out (or moves) a port is sent only
  * after the SQLite transaction recording it has committed; the writer
@@ -36,6 +38,22 @@
 #define C4P_KEY_MAX	     ALLOC_REQID_MAX /* "<job id>/<request id>" */
 #define C4P_REBALANCE_MOVES  10000 /* QPs moved when a cable comes back */
 #define C4P_ERROR_CODES	     16	   /* C4__ErrorCode values counted */
+#define C4P_PROBE_PORTS_MAX  1024  /* source ports per probed pair */
+#define C4P_PROBE_TTL	     4	   /* leaf, spine, leaf, destination */
+#define C4P_PROBE_WANT_MAX   65536 /* pairs waiting for an on-demand probe */
+
+/* "probe:" */
+struct c4p_probe_conf {
+	int64_t interval;      /* ms between rounds; 0: only when asked */
+	int64_t ports;	       /* source ports per pair */
+	int64_t rate;	       /* packets per second asked of each agent */
+	int64_t repeats;       /* probes per (source port, TTL) */
+	int64_t timeout;       /* ms an agent waits for late answers */
+	double loss_threshold; /* fraction above which a path is lossy */
+	int64_t hosts_per_leaf;
+	bool full_mesh; /* every NIC pair, not a leaf-pair sample */
+	char *device;	/* interface template: {host} {nic} {side} {s} */
+};
 
 struct c4p_conf {
 	struct srv_conf server;
@@ -47,6 +65,7 @@ struct c4p_conf {
 	int64_t hash_seed; /* -1: no hash model (probes only) */
 	bool sync_full;	   /* fsync every commit (power-loss safe) */
 	struct http_conf http;
+	struct c4p_probe_conf probe;
 };
 
 struct state;
@@ -57,6 +76,7 @@ struct c4p_sess {
 	struct srv_conn *conn; /* NULL once closed */
 	uint32_t pending;      /* deferred messages that name this session */
 	uint64_t requests;     /* path requests made on it */
+	uint32_t host;	       /* an agent's topology host, or TOPO_NONE */
 };
 
 /* A message to send once the store has committed seq. */
@@ -90,6 +110,13 @@ struct c4p_job {
 	X(qp_load_updates, "QP load updates received")                         \
 	X(qp_load_qps, "QP load entries received")                             \
 	X(probe_results, "probe results received")                             \
+	X(probe_rounds, "probe rounds started")                                \
+	X(probe_tasks, "probe tasks sent to agents")                           \
+	X(probe_tasks_lost, "probe tasks without a result by the deadline")    \
+	X(probe_no_agent, "probe tasks not sent: no agent on the host")        \
+	X(probe_packets, "probe packets agents reported sent (TTL 1)")         \
+	X(probe_unresolved, "probed ports whose hops fit no path")             \
+	X(probe_links_marked, "cables marked down or up by probes")            \
 	X(probe_paths, "probed paths added to the catalog")                    \
 	X(probe_rejected, "probed paths that did not fit the topology")        \
 	X(store_commits, "SQLite transactions committed")                      \
@@ -114,6 +141,7 @@ struct c4p {
 	size_t njobs, cap_jobs;
 	struct c4p_pend *pend_head, *pend_tail;
 	struct event *expire_ev;
+	struct probe *probe;
 	struct c4p_stats st;
 	uint64_t errors_by_code[C4P_ERROR_CODES]; /* path request errors */
 	struct http *http;
@@ -160,6 +188,44 @@ void metrics_path_error(struct c4p *p, C4__ErrorCode code);
 /* ---- admin.c */
 int admin_handle(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 		 struct msg_err *err);
+/*
+ * Sets a cable down or up for the operator or for probes: QPs move (and
+ * rebalance when it comes up), the change is stored, holders get
+ * PathReassign with reason.  Returns the store sequence to wait for, or
+ * -1 (out of memory).
+ */
+int64_t admin_link_apply(struct c4p *p, uint32_t link, bool up,
+			 const char *reason, uint32_t *moved,
+			 uint32_t *stranded);
+
+/* ---- probe.c */
+struct probe *probe_new(struct c4p *p);
+void probe_free(struct probe *pb);
+/* An agent of host node (its hello's node_name) is connected on sess. */
+void probe_agent(struct probe *pb, struct c4p_sess *sess, const char *node);
+void probe_agent_gone(struct probe *pb, struct c4p_sess *sess);
+/* Starts a round now (or right after the running one); 0 or -1. */
+int probe_round(struct probe *pb, const char *why);
+/*
+ * A result: 0 when it answered a task of the running round (then taken),
+ * -1 when it is no such result (the caller may take it another way).
+ */
+int probe_result(struct probe *pb, struct c4p_sess *sess,
+		 const C4__ProbeResult *r);
+/* A pair asked for without catalog entry: probe it soon. */
+void probe_want(struct probe *pb, const struct catalog_key *k);
+/* The operator set the cable: probes no longer bring it back up. */
+void probe_forget(struct probe *pb, uint32_t link);
+/* The current round's number; *tasks: its results still awaited. */
+uint64_t probe_rounds(const struct probe *pb, size_t *tasks);
+/*
+ * Turns one probed path into a probe_result with exact cables, from the
+ * hop addresses and the address plan; 0, or -1 when the hops fit no path
+ * of (sip, dip, side).
+ */
+int probe_resolve(const struct topo *t, uint32_t sip, uint32_t dip,
+		  uint8_t side, const C4__ProbePath *pp,
+		  struct probe_result *r);
 
 /* ---- state.c */
 /*

@@ -24,6 +24,48 @@
 #include "log.h"
 #include "topo_yaml.h"
 
+static const struct cfg_field c4p_probe_fields[] = {
+	{"interval", CFG_DURATION, offsetof(struct c4p_probe_conf, interval), 0,
+	 0, 86400000, "10s", NULL,
+	 "time between probe rounds; 0: only when asked (c4ctl probe)"},
+	{"ports", CFG_INT, offsetof(struct c4p_probe_conf, ports), 0, 1,
+	 C4P_PROBE_PORTS_MAX, "32", NULL, "source ports probed per pair"},
+	{"rate", CFG_INT, offsetof(struct c4p_probe_conf, rate), 0, 1, 1000000,
+	 "2000", NULL, "probe packets per second asked of each agent"},
+	{"repeats", CFG_INT, offsetof(struct c4p_probe_conf, repeats), 0, 1, 16,
+	 "2", NULL, "probes per source port and TTL (loss)"},
+	{"timeout", CFG_DURATION, offsetof(struct c4p_probe_conf, timeout), 0,
+	 10, 10000, "300ms", NULL,
+	 "how long an agent waits for answers after its last probe"},
+	{"loss_threshold", CFG_DOUBLE,
+	 offsetof(struct c4p_probe_conf, loss_threshold), 0, 0, 1, "0.05", NULL,
+	 "loss (fraction) above which a probed path counts as lossy"},
+	{"hosts_per_leaf", CFG_INT,
+	 offsetof(struct c4p_probe_conf, hosts_per_leaf), 0, 1, 64, "2", NULL,
+	 "senders per leaf and side when not full_mesh"},
+	{"full_mesh", CFG_BOOL, offsetof(struct c4p_probe_conf, full_mesh), 0,
+	 0, 0, "false", NULL, "probe every NIC pair (small fabrics)"},
+	{"device", CFG_STR, offsetof(struct c4p_probe_conf, device), 0, 0, 0,
+	 NULL, NULL,
+	 "probe interface of a NIC port: {host} {nic} {side} {s} replaced"},
+};
+
+static void
+c4p_probe_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
+{
+	struct c4p_probe_conf *c = obj;
+
+	/* Template fields give at most TOPO_NAME_MAX bytes each. */
+	if (c->device != NULL && strlen(c->device) > MSG_IFNAME_MAX &&
+	    strchr(c->device, '{') == NULL)
+		cfg_diag_add(d, at, "probe.device: longer than %u bytes",
+			     MSG_IFNAME_MAX);
+}
+
+static const struct cfg_schema c4p_probe_schema = {
+	"probe", sizeof(struct c4p_probe_conf), c4p_probe_fields,
+	CFG_NFIELDS(c4p_probe_fields), c4p_probe_validate};
+
 static const struct cfg_field c4p_fields[] = {
 	SRV_CONF_FIELD(offsetof(struct c4p_conf, server)),
 	DMN_CREDS_FIELD(offsetof(struct c4p_conf, credentials)),
@@ -41,6 +83,8 @@ static const struct cfg_field c4p_fields[] = {
 	{"sync_full", CFG_BOOL, offsetof(struct c4p_conf, sync_full), 0, 0, 0,
 	 "false", NULL, "fsync every commit (survives power loss)"},
 	HTTP_CONF_FIELD(offsetof(struct c4p_conf, http)),
+	{"probe", CFG_SECTION, offsetof(struct c4p_conf, probe), 0, 0, 0, NULL,
+	 &c4p_probe_schema, "probing by agents and link health from it"},
 };
 
 /* config_path's folder joined with rel, unless rel is absolute. */
@@ -219,6 +263,7 @@ c4p_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 	struct dmn *d = arg;
 	struct c4p *p = d->state;
 	struct alloc_stats as;
+	size_t pending;
 
 	(void)s;
 	p->st.store_commits = state_commits(p->store);
@@ -238,6 +283,10 @@ c4p_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 			  1);
 	srv_reply_counter(r, "catalog_entries", catalog_count(p->cat),
 			  "catalog entries (IP pair and side)", 1);
+	srv_reply_counter(r, "probe_round", probe_rounds(p->probe, &pending),
+			  "number of the current or last probe round", 1);
+	srv_reply_counter(r, "probe_pending", pending,
+			  "probe results the current round still awaits", 1);
 }
 
 static void
@@ -259,6 +308,7 @@ c4p_free(struct c4p *p)
 	if (p->expire_ev != NULL)
 		event_free(p->expire_ev);
 	metrics_close(p);
+	probe_free(p->probe);
 	state_close(p->store);
 	hold_free(p->holders);
 	alloc_free(p->alloc);
@@ -311,6 +361,9 @@ c4p_start(struct dmn *d)
 		log_errx("state: %s/%s: %s", conf->state_dir, C4P_DB_NAME, err);
 		goto fail;
 	}
+	p->probe = probe_new(p);
+	if (p->probe == NULL)
+		goto fail;
 	p->expire_ev = event_new(d->base, -1, EV_PERSIST, c4p_expire_cb, p);
 	if (p->expire_ev == NULL || event_add(p->expire_ev, &tv) < 0)
 		goto fail;
@@ -351,6 +404,8 @@ c4p_reload(struct dmn *d, const void *old)
 		log_warnx("reload: topology, state_dir, hash_seed, sync_full "
 			  "and http changes take a restart; still using %s",
 			  o->topology);
+	if (o->probe.interval != n->probe.interval)
+		log_warnx("reload: probe.interval changes take a restart");
 }
 
 /* Reports the HTTP address next to server.listen (C4_LISTEN=). */

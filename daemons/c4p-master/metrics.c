@@ -18,6 +18,7 @@
 #include <event2/buffer.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "addrplan.h"
 #include "c4p.h"
 #include "log.h"
 
@@ -58,7 +59,7 @@ metrics_links(struct evbuffer *b, const struct c4p *p, const char *base)
 					  t->leaves[l->leaf].name);
 			http_label_escape(spine, sizeof(spine),
 					  t->spines[l->spine].name);
-			c4p_link_name(t, i, name, sizeof(name));
+			topo_link_name(t, i, name, sizeof(name));
 			http_label_escape(link, sizeof(link), name);
 			n = snprintf(lab, sizeof(lab),
 				     "%s,leaf=\"%s\",spine=\"%s\",link=\"%s\"",

@@ -447,7 +447,9 @@ msg_check_probe_task(const void *body, struct msg_err *err)
 	const C4__ProbeTask *m = body;
 
 	if (msg_str(m->src_ip, MSG_ID_MAX, 1, "probe_task.src_ip", err) < 0 ||
-	    msg_str(m->dst_ip, MSG_ID_MAX, 1, "probe_task.dst_ip", err) < 0)
+	    msg_str(m->dst_ip, MSG_ID_MAX, 1, "probe_task.dst_ip", err) < 0 ||
+	    msg_str(m->src_dev, MSG_IFNAME_MAX, 0, "probe_task.src_dev", err) <
+		    0)
 		return -1;
 	if (m->n_sports == 0 || m->n_sports > MSG_PROBE_PORTS_MAX)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,

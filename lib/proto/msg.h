@@ -33,6 +33,7 @@
 #define MSG_CAPS_MAX	    64u	       /* capabilities in one hello */
 #define MSG_PROBE_PORTS_MAX 65536u     /* source ports in one probe task */
 #define MSG_TTL_MAX	    64u	       /* probe TTL, and hops per path */
+#define MSG_IFNAME_MAX	    15u	       /* interface names (IFNAMSIZ - 1) */
 
 /* Bit masks of C4__Role values, for msg_role_may_send(). */
 #define MSG_ROLE_BIT(r) (1u << (r))

@@ -1,0 +1,676 @@
+/*
+ * probe.c - probing by agents: the master plans rounds of probe tasks,
+ * sends each to the agent of the task's source host, resolves the hop
+ * addresses of the results with the switches' address plan (addrplan.h)
+ * into exact cables, refreshes the catalog with them, and judges cable
+ * health from what the round saw.
+ *
+ * Hops (switches answer from the interface a probe came in on):
+ *   TTL 1  the leaf's interface facing the source NIC port  -> source port
+ *   TTL 2  the spine end of the up cable                    -> up cable
+ *   TTL 3  the leaf end of the down cable                   -> down cable
+ *   TTL 4  the destination (port unreachable), optional
+ * A same-leaf pair answers from the destination at TTL 2 (direct path).
+ *
+ * Health: a cable is marked down (reason "probe") at the end of a round in
+ * which there was evidence against it (a probe whose catalog port used to
+ * cross it died or went elsewhere, or a probe through it lost more than
+ * loss_threshold) and no probe crossed it cleanly.  A cable this module
+ * marked down goes back up after a round in which probes crossed it
+ * cleanly and none lost more than the threshold on it.  Changes go through
+ * admin_link_apply(), the operator's path: QPs move, holders are told.
+ */
+#define LOG_SUBSYS "c4p-probe"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addrplan.h"
+#include "c4p.h"
+#include "clock.h"
+#include "log.h"
+
+/* One task of a round. */
+struct probe_job {
+	uint32_t host; /* whose agent runs it */
+	uint32_t sip, dip;
+	uint8_t side;
+	bool sent, done;
+};
+
+/* What a round saw of one cable. */
+struct probe_seen {
+	uint32_t clean;	   /* probes that crossed it within the threshold */
+	uint32_t lossy;	   /* probes that crossed it losing more */
+	uint32_t vanished; /* catalog ports that used to cross it, did not */
+};
+
+struct probe {
+	struct c4p *p;
+	struct c4p_sess **agents; /* per host; NULL: no agent */
+	struct probe_job *jobs;
+	size_t njobs;
+	uint64_t round;		  /* number of the current (or last) round */
+	bool running;		  /* a round is under way */
+	bool again;		  /* start another when this one ends */
+	size_t pending;		  /* tasks sent, results not yet in */
+	struct probe_seen *seen;  /* per cable, this round */
+	bool *marked;		  /* per cable: down because of probes */
+	struct catalog_key *want; /* pairs asked for without entries */
+	size_t nwant, capwant;
+	struct event *tick, *deadline;
+};
+
+#define PROBE_ID(round, i) ((round) << 24 | (uint64_t)(i))
+
+static void probe_end(struct probe *pb);
+
+/* ---- planning ----------------------------------------------------------- */
+
+static int
+probe_add_job(struct probe *pb, size_t *cap, uint32_t sip, uint32_t dip,
+	      uint8_t side)
+{
+	const struct topo *t = pb->p->topo;
+	uint32_t nic = topo_nic_by_ip(t, sip);
+
+	if (nic == TOPO_NONE || sip == dip)
+		return 0;
+	for (size_t i = 0; i < pb->njobs; i++)
+		if (pb->jobs[i].sip == sip && pb->jobs[i].dip == dip &&
+		    pb->jobs[i].side == side)
+			return 0;
+	if (pb->njobs == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		void *g = realloc(pb->jobs, nc * sizeof(*pb->jobs));
+
+		if (g == NULL)
+			return -1;
+		pb->jobs = g;
+		*cap = nc;
+	}
+	pb->jobs[pb->njobs++] = (struct probe_job){.host = t->nics[nic].host,
+						   .sip = sip,
+						   .dip = dip,
+						   .side = side};
+	return 0;
+}
+
+/*
+ * The round's tasks: every NIC pair of different hosts and each side
+ * (full_mesh), or hosts_per_leaf senders per leaf toward every other leaf
+ * (catalog_probe_tasks, its seed moving with the round so that senders
+ * rotate); plus the pairs asked for without catalog entries.
+ */
+static int
+probe_plan(struct probe *pb)
+{
+	const struct topo *t = pb->p->topo;
+	const struct c4p_probe_conf *pc = &pb->p->conf->probe;
+	size_t cap = 0;
+
+	pb->njobs = 0;
+	free(pb->jobs);
+	pb->jobs = NULL;
+	if (pc->full_mesh) {
+		for (uint32_t a = 0; a < t->nnics; a++)
+			for (uint32_t b = 0; b < t->nnics; b++) {
+				if (t->nics[a].host == t->nics[b].host)
+					continue;
+				for (uint8_t s = 0; s < TOPO_SIDES; s++)
+					if (probe_add_job(
+						    pb, &cap,
+						    t->ports[t->nics[a].port[s]]
+							    .ip,
+						    t->ports[t->nics[b].port[s]]
+							    .ip,
+						    s) < 0)
+						return -1;
+			}
+	} else {
+		for (int64_t k = 0; k < pc->hosts_per_leaf; k++) {
+			struct probe_task *v = NULL;
+			size_t n = 0;
+			char err[256];
+
+			if (catalog_probe_tasks(
+				    t,
+				    pb->round * (uint64_t)pc->hosts_per_leaf +
+					    (uint64_t)k,
+				    1, &v, &n, err, sizeof(err)) < 0) {
+				log_warnx("probe plan: %s", err);
+				return -1;
+			}
+			for (size_t i = 0; i < n; i++)
+				if (probe_add_job(pb, &cap, v[i].src_ip,
+						  v[i].dst_ip, v[i].side) < 0) {
+					free(v);
+					return -1;
+				}
+			free(v);
+		}
+	}
+	for (size_t i = 0; i < pb->nwant; i++)
+		if (probe_add_job(pb, &cap, pb->want[i].sip, pb->want[i].dip,
+				  pb->want[i].side) < 0)
+			return -1;
+	pb->nwant = 0;
+	return 0;
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+/* The device template with {host}, {nic}, {side} and {s} filled in. */
+static void
+probe_device(const struct topo *t, uint32_t port, const char *tpl, char *buf,
+	     size_t len)
+{
+	const struct topo_port *pt = &t->ports[port];
+	const struct topo_nic *n = &t->nics[pt->nic];
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (const char *s = tpl; s != NULL && *s != '\0' && o + 1 < len;) {
+		const char *v = NULL;
+		size_t k = 0;
+
+		if (strncmp(s, "{host}", 6) == 0)
+			v = t->hosts[n->host].name, k = 6;
+		else if (strncmp(s, "{nic}", 5) == 0)
+			v = n->name, k = 5;
+		else if (strncmp(s, "{side}", 6) == 0)
+			v = pt->side == TOPO_LEFT ? "left" : "right", k = 6;
+		else if (strncmp(s, "{s}", 3) == 0)
+			v = pt->side == TOPO_LEFT ? "l" : "r", k = 3;
+		if (v != NULL) {
+			o += (size_t)snprintf(buf + o, len - o, "%s", v);
+			if (o >= len)
+				o = len - 1;
+			s += k;
+		} else {
+			buf[o++] = *s++;
+			buf[o] = '\0';
+		}
+	}
+}
+
+static void
+probe_send(struct probe *pb, size_t i)
+{
+	struct c4p *p = pb->p;
+	const struct c4p_probe_conf *pc = &p->conf->probe;
+	const struct topo *t = p->topo;
+	struct probe_job *j = &pb->jobs[i];
+	struct c4p_sess *s = pb->agents[j->host];
+	C4__ProbeTask m = C4__PROBE_TASK__INIT;
+	uint32_t sports[C4P_PROBE_PORTS_MAX];
+	char sip[INET_ADDRSTRLEN], dip[INET_ADDRSTRLEN],
+		dev[MSG_IFNAME_MAX + 1];
+	uint32_t port = topo_port_by_ip(t, j->sip, j->side);
+
+	if (s == NULL || s->conn == NULL || port == TOPO_NONE) {
+		p->st.probe_no_agent++;
+		return;
+	}
+	topo_ip_format(j->sip, sip, sizeof(sip));
+	topo_ip_format(j->dip, dip, sizeof(dip));
+	probe_device(t, port, pc->device, dev, sizeof(dev));
+	for (int64_t k = 0; k < pc->ports; k++)
+		sports[k] = CATALOG_SPORT_BASE + (uint32_t)k;
+	m.has_task_id = 1;
+	m.task_id = PROBE_ID(pb->round, i);
+	m.src_ip = sip;
+	m.dst_ip = dip;
+	m.sports = sports;
+	m.n_sports = (size_t)pc->ports;
+	m.has_max_ttl = m.has_rate_pps = m.has_timeout_ms = m.has_repeats = 1;
+	m.max_ttl = C4P_PROBE_TTL;
+	m.rate_pps = (uint32_t)pc->rate;
+	m.timeout_ms = (uint32_t)pc->timeout;
+	m.repeats = (uint32_t)pc->repeats;
+	m.has_src_side = 1;
+	m.src_side = j->side == TOPO_LEFT ? C4__PORT_SIDE__SIDE_LEFT
+					  : C4__PORT_SIDE__SIDE_RIGHT;
+	m.src_dev = dev;
+	if (srv_send(s->conn, C4__MSG_TYPE__MSG_PROBE_TASK, &m, 0) < 0)
+		return;
+	j->sent = true;
+	pb->pending++;
+	p->st.probe_tasks++;
+}
+
+int
+probe_round(struct probe *pb, const char *why)
+{
+	struct c4p *p = pb->p;
+	const struct c4p_probe_conf *pc = &p->conf->probe;
+	size_t *per_host;
+	uint64_t most = 0, ms;
+	struct timeval tv;
+
+	if (pb->running) {
+		pb->again = true;
+		return 0;
+	}
+	pb->round++;
+	if (probe_plan(pb) < 0)
+		return -1;
+	memset(pb->seen, 0, p->topo->nlinks * sizeof(*pb->seen));
+	pb->running = true;
+	pb->pending = 0;
+	p->st.probe_rounds++;
+	for (size_t i = 0; i < pb->njobs; i++)
+		probe_send(pb, i);
+	log_debug("probe round %llu (%s): %zu of %zu tasks sent",
+		  (unsigned long long)pb->round, why, pb->pending, pb->njobs);
+	if (pb->pending == 0) {
+		probe_end(pb);
+		return 0;
+	}
+	/*
+	 * The deadline: the busiest agent's packets at the rate asked for,
+	 * the agent's wait for late answers, and a second of slack.
+	 */
+	per_host = calloc(p->topo->nhosts, sizeof(*per_host));
+	if (per_host != NULL) {
+		for (size_t i = 0; i < pb->njobs; i++)
+			if (pb->jobs[i].sent &&
+			    ++per_host[pb->jobs[i].host] > most)
+				most = per_host[pb->jobs[i].host];
+		free(per_host);
+	}
+	ms = most * (uint64_t)(pc->ports * C4P_PROBE_TTL * pc->repeats) * 1000 /
+		     (uint64_t)pc->rate +
+	     (uint64_t)pc->timeout + 1000;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	evtimer_add(pb->deadline, &tv);
+	return 0;
+}
+
+/* ---- results ------------------------------------------------------------ */
+
+/* A hop's address as a host-order IPv4; 0 when absent or malformed. */
+static uint32_t
+probe_hop_addr(const C4__ProbePath *pp, uint32_t ttl, bool *reached,
+	       uint32_t *sent, uint32_t *recv)
+{
+	uint32_t a;
+
+	for (size_t i = 0; i < pp->n_hops; i++) {
+		const C4__ProbeHop *h = pp->hops[i];
+
+		if (h->ttl != ttl)
+			continue;
+		if (sent != NULL) {
+			*sent = h->sent;
+			*recv = h->received;
+		}
+		if (reached != NULL)
+			*reached = pp->reached && i + 1 == pp->n_hops;
+		if (h->received == 0 || h->addr == NULL ||
+		    topo_ip_parse(h->addr, &a) < 0)
+			return 0;
+		return a;
+	}
+	return 0;
+}
+
+int
+probe_resolve(const struct topo *t, uint32_t sip, uint32_t dip, uint8_t side,
+	      const C4__ProbePath *pp, struct probe_result *r)
+{
+	uint32_t a, id, sent = 0, recv = 0, dn = topo_nic_by_ip(t, dip);
+	uint32_t sp = topo_port_by_ip(t, sip, side);
+	bool reached = false;
+
+	memset(r, 0, sizeof(*r));
+	r->src_ip = sip;
+	r->dst_ip = dip;
+	r->side = side;
+	r->sport = (uint16_t)pp->sport;
+	r->spine = r->up_link = r->down_link = TOPO_NONE;
+	if (sp == TOPO_NONE || dn == TOPO_NONE)
+		return -1;
+	/* TTL 1: the source leaf, from its port facing our NIC port. */
+	a = probe_hop_addr(pp, 1, NULL, NULL, NULL);
+	if (a == 0 || topo_if_lookup(t, a, &id) != TOPO_IF_LEAF_PORT ||
+	    id != sp)
+		return -1;
+	r->src_leaf = t->ports[sp].leaf;
+	/* TTL 2: the destination itself (same leaf), or the up cable. */
+	a = probe_hop_addr(pp, 2, &reached, &sent, &recv);
+	if (a == 0)
+		return -1;
+	if (a == dip && reached) {
+		r->hops = 1;
+		r->dst_leaf = r->src_leaf;
+	} else {
+		if (topo_if_lookup(t, a, &id) != TOPO_IF_CABLE_SPINE ||
+		    t->links[id].leaf != r->src_leaf)
+			return -1;
+		r->up_link = id;
+		r->spine = t->links[id].spine;
+		/* TTL 3: the down cable, hence the destination leaf. */
+		a = probe_hop_addr(pp, 3, NULL, &sent, &recv);
+		if (a == 0 || topo_if_lookup(t, a, &id) != TOPO_IF_CABLE_LEAF ||
+		    t->links[id].spine != r->spine)
+			return -1;
+		r->down_link = id;
+		r->dst_leaf = t->links[id].leaf;
+		r->hops = 3;
+	}
+	/* The receive side: the destination NIC's port on that leaf. */
+	if (t->ports[t->nics[dn].port[TOPO_LEFT]].leaf == r->dst_leaf)
+		r->dst_side = TOPO_LEFT;
+	else if (t->ports[t->nics[dn].port[TOPO_RIGHT]].leaf == r->dst_leaf)
+		r->dst_side = TOPO_RIGHT;
+	else
+		return -1;
+	/* Loss where the path is last seen: it covers both cables. */
+	r->loss_permille =
+		sent == 0 ? 1000 : (uint16_t)((sent - recv) * 1000u / sent);
+	return 0;
+}
+
+static void
+probe_cross(struct probe *pb, uint32_t link, bool clean)
+{
+	if (link == TOPO_NONE)
+		return;
+	if (clean)
+		pb->seen[link].clean++;
+	else
+		pb->seen[link].lossy++;
+}
+
+/* The catalog's record for (key, sport) before this result; NULL if none. */
+static const struct catalog_rec *
+probe_old(const struct catalog_entry *e, uint16_t sport)
+{
+	for (uint32_t i = 0; e != NULL && i < e->n; i++)
+		if (e->recs[i].sport == sport)
+			return &e->recs[i];
+	return NULL;
+}
+
+int
+probe_result(struct probe *pb, struct c4p_sess *sess, const C4__ProbeResult *r)
+{
+	struct c4p *p = pb->p;
+	const struct topo *t = p->topo;
+	uint64_t round = r->task_id >> 24;
+	size_t i = (size_t)(r->task_id & 0xffffff), n = 0;
+	struct probe_job *j;
+	struct catalog_key k;
+	const struct catalog_entry *old;
+	struct catalog_rec *prev = NULL;
+	struct probe_result *res = NULL;
+	uint16_t thr = (uint16_t)(p->conf->probe.loss_threshold * 1000);
+	char e[256];
+
+	if (round != pb->round || i >= pb->njobs || !pb->running)
+		return -1; /* not ours, or too late: ignored by the caller */
+	j = &pb->jobs[i];
+	if (!j->sent || j->done || pb->agents[j->host] != sess)
+		return -1;
+	j->done = true;
+	pb->pending--;
+	k.sip = j->sip;
+	k.dip = j->dip;
+	k.side = j->side;
+	/* Copy the old records: dropping the entry frees them. */
+	old = catalog_find(p->cat, &k);
+	if (old != NULL && old->n > 0) {
+		prev = malloc(old->n * sizeof(*prev));
+		if (prev != NULL)
+			memcpy(prev, old->recs, old->n * sizeof(*prev));
+	}
+	res = calloc(r->n_paths ? r->n_paths : 1, sizeof(*res));
+	if (res == NULL)
+		goto out;
+	for (size_t q = 0; q < r->n_paths; q++) {
+		const C4__ProbePath *pp = r->paths[q];
+		struct catalog_entry pe = {.recs = prev, .n = old ? old->n : 0};
+		const struct catalog_rec *was;
+		bool ok;
+
+		p->st.probe_packets += pp->n_hops ? pp->hops[0]->sent : 0;
+		was = prev != NULL ? probe_old(&pe, (uint16_t)pp->sport) : NULL;
+		if (probe_resolve(t, j->sip, j->dip, j->side, pp, &res[n]) <
+		    0) {
+			p->st.probe_unresolved++;
+			/* A port that used to cross cables vanished. */
+			if (was != NULL && was->path.up != TOPO_NONE) {
+				pb->seen[was->path.up].vanished++;
+				pb->seen[was->path.down].vanished++;
+			}
+			continue;
+		}
+		ok = res[n].loss_permille <= thr;
+		probe_cross(pb, res[n].up_link, ok);
+		probe_cross(pb, res[n].down_link, ok);
+		/* Went elsewhere: evidence against the cables it left. */
+		if (was != NULL && was->path.up != TOPO_NONE) {
+			if (was->path.up != res[n].up_link)
+				pb->seen[was->path.up].vanished++;
+			if (was->path.down != res[n].down_link)
+				pb->seen[was->path.down].vanished++;
+		}
+		n++;
+	}
+	if (n == 0)
+		goto out;
+	/* The switches may have rehashed: the entry is what this round saw. */
+	catalog_drop(p->cat, &k);
+	for (size_t q = 0; q < n; q++) {
+		if (catalog_add_probe(p->cat, &res[q], e, sizeof(e)) < 0) {
+			p->st.probe_rejected++;
+			log_debug("probe sport %u: %s", res[q].sport, e);
+			continue;
+		}
+		p->st.probe_paths++;
+	}
+	old = catalog_find(p->cat, &k);
+	if (old != NULL)
+		state_catalog(p->store, old);
+out:
+	free(prev);
+	free(res);
+	if (pb->pending == 0)
+		probe_end(pb);
+	return 0;
+}
+
+/* ---- health ---------------------------------------------------------------
+ */
+
+static void
+probe_mark(struct probe *pb, uint32_t link, bool up, const char *why)
+{
+	struct c4p *p = pb->p;
+	char name[3 * TOPO_NAME_MAX], reason[256];
+	uint32_t moved = 0, stranded = 0;
+
+	topo_link_name(p->topo, link, name, sizeof(name));
+	snprintf(reason, sizeof(reason), "link %s %s (probe: %s)", name,
+		 up ? "up" : "down", why);
+	if (admin_link_apply(p, link, up, reason, &moved, &stranded) < 0) {
+		log_warnx("%s: out of memory", reason);
+		return;
+	}
+	pb->marked[link] = !up;
+	p->st.probe_links_marked++;
+	log_info("%s: %u QPs moved, %u stranded", reason, moved, stranded);
+}
+
+/* The round is over: judge every cable on what it saw. */
+static void
+probe_end(struct probe *pb)
+{
+	struct c4p *p = pb->p;
+	const struct topo *t = p->topo;
+	bool changed = false;
+
+	event_del(pb->deadline);
+	pb->running = false;
+	for (size_t i = 0; i < pb->njobs; i++)
+		if (pb->jobs[i].sent && !pb->jobs[i].done)
+			p->st.probe_tasks_lost++;
+	for (uint32_t l = 0; l < t->nlinks; l++) {
+		const struct probe_seen *s = &pb->seen[l];
+		char why[128];
+
+		if (t->links[l].up && s->clean == 0 &&
+		    (s->vanished > 0 || s->lossy > 0)) {
+			snprintf(why, sizeof(why),
+				 "%u catalog ports left it, %u probes lost "
+				 "more than %.1f%%, none crossed it cleanly",
+				 s->vanished, s->lossy,
+				 p->conf->probe.loss_threshold * 100);
+			probe_mark(pb, l, false, why);
+			changed = true;
+		} else if (!t->links[l].up && pb->marked[l] && s->clean > 0 &&
+			   s->lossy == 0) {
+			snprintf(why, sizeof(why),
+				 "%u probes crossed it cleanly", s->clean);
+			probe_mark(pb, l, true, why);
+			changed = true;
+		}
+	}
+	/* The switches rehashed what crossed a changed cable: look again. */
+	if (changed || pb->again) {
+		pb->again = false;
+		probe_round(pb, changed ? "links changed" : "asked again");
+	}
+}
+
+static void
+probe_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct probe *pb = arg;
+
+	(void)fd;
+	(void)what;
+	log_debug("probe round %llu: %zu results missing at the deadline",
+		  (unsigned long long)pb->round, pb->pending);
+	probe_end(pb);
+}
+
+static void
+probe_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	probe_round(arg, "periodic");
+}
+
+/* ---- agents and life cycle --------------------------------------------------
+ */
+
+void
+probe_agent(struct probe *pb, struct c4p_sess *sess, const char *node)
+{
+	uint32_t h =
+		node != NULL ? topo_host_by_name(pb->p->topo, node) : TOPO_NONE;
+
+	if (h == TOPO_NONE) {
+		log_debug("agent '%s' is no host of the topology: no probes",
+			  node ? node : "");
+		return;
+	}
+	pb->agents[h] = sess;
+	sess->host = h;
+	log_info("agent of %s connected: it probes from now on", node);
+}
+
+void
+probe_agent_gone(struct probe *pb, struct c4p_sess *sess)
+{
+	if (sess->host != TOPO_NONE && pb->agents[sess->host] == sess)
+		pb->agents[sess->host] = NULL;
+}
+
+void
+probe_want(struct probe *pb, const struct catalog_key *k)
+{
+	if (pb->nwant >= C4P_PROBE_WANT_MAX)
+		return;
+	for (size_t i = 0; i < pb->nwant; i++)
+		if (memcmp(&pb->want[i], k, sizeof(*k)) == 0)
+			return;
+	if (pb->nwant == pb->capwant) {
+		size_t nc = pb->capwant ? pb->capwant * 2 : 16;
+		void *g = realloc(pb->want, nc * sizeof(*pb->want));
+
+		if (g == NULL)
+			return;
+		pb->want = g;
+		pb->capwant = nc;
+	}
+	pb->want[pb->nwant++] = *k;
+	/* Soon, not at the next period: a request is waiting for it. */
+	if (!pb->running)
+		probe_round(pb, "pair asked for");
+	else
+		pb->again = true;
+}
+
+uint64_t
+probe_rounds(const struct probe *pb, size_t *tasks)
+{
+	*tasks = pb->pending;
+	return pb->round;
+}
+
+struct probe *
+probe_new(struct c4p *p)
+{
+	struct probe *pb = calloc(1, sizeof(*pb));
+	const struct topo *t = p->topo;
+	int64_t iv = p->conf->probe.interval;
+	struct timeval tv = {(time_t)(iv / 1000),
+			     (suseconds_t)(iv % 1000) * 1000};
+
+	if (pb == NULL)
+		return NULL;
+	pb->p = p;
+	pb->agents = calloc(t->nhosts ? t->nhosts : 1, sizeof(*pb->agents));
+	pb->seen = calloc(t->nlinks ? t->nlinks : 1, sizeof(*pb->seen));
+	pb->marked = calloc(t->nlinks ? t->nlinks : 1, sizeof(*pb->marked));
+	pb->tick = event_new(p->dmn->base, -1, EV_PERSIST, probe_tick_cb, pb);
+	pb->deadline = evtimer_new(p->dmn->base, probe_deadline_cb, pb);
+	if (pb->agents == NULL || pb->seen == NULL || pb->marked == NULL ||
+	    pb->tick == NULL || pb->deadline == NULL ||
+	    (iv > 0 && event_add(pb->tick, &tv) < 0)) {
+		probe_free(pb);
+		return NULL;
+	}
+	return pb;
+}
+
+void
+probe_forget(struct probe *pb, uint32_t link)
+{
+	if (link < pb->p->topo->nlinks)
+		pb->marked[link] = false;
+}
+
+void
+probe_free(struct probe *pb)
+{
+	if (pb == NULL)
+		return;
+	if (pb->tick != NULL)
+		event_free(pb->tick);
+	if (pb->deadline != NULL)
+		event_free(pb->deadline);
+	free(pb->agents);
+	free(pb->seen);
+	free(pb->marked);
+	free(pb->jobs);
+	free(pb->want);
+	free(pb);
+}
