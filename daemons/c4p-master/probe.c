@@ -40,6 +40,15 @@ struct probe_job {
 	bool sent, done;
 };
 
+/*
+ * A gray failure: a cable that drops a share of packets still lets some
+ * probes through cleanly, so "no clean crossing" never holds for it.  It
+ * is also marked when at least PROBE_GRAY_MIN probes crossed it lossily
+ * and they are a third or more of its crossings (a healthy cable on a
+ * busy host loses a probe now and then, not a third of them).
+ */
+#define PROBE_GRAY_MIN 8
+
 /* What a round saw of one cable. */
 struct probe_seen {
 	uint32_t clean;	   /* probes that crossed it within the threshold */
@@ -523,13 +532,17 @@ probe_end(struct probe *pb)
 		const struct probe_seen *s = &pb->seen[l];
 		char why[128];
 
-		if (t->links[l].up && s->clean == 0 &&
-		    (s->vanished > 0 || s->lossy > 0)) {
+		bool gray =
+			s->lossy >= PROBE_GRAY_MIN && s->lossy * 2 >= s->clean;
+
+		if (t->links[l].up &&
+		    ((s->clean == 0 && (s->vanished > 0 || s->lossy > 0)) ||
+		     gray)) {
 			snprintf(why, sizeof(why),
 				 "%u catalog ports left it, %u probes lost "
-				 "more than %.1f%%, none crossed it cleanly",
+				 "more than %.1f%%, %u crossed it cleanly",
 				 s->vanished, s->lossy,
-				 p->conf->probe.loss_threshold * 100);
+				 p->conf->probe.loss_threshold * 100, s->clean);
 			probe_mark(pb, l, false, why);
 			changed = true;
 		} else if (!t->links[l].up && pb->marked[l] && s->clean > 0 &&
