@@ -21,6 +21,7 @@ it) and exits 1 if one fails.  The fabric and every process are removed
 on any exit, also on failure and SIGINT/SIGTERM.
 
 Root only.  Usage: fabric_real.py --build DIR [--short] [--check]
+C4_FABRIC_REAL_LOG=debug gives c4p-master's probe rounds in its log.
 """
 import argparse
 import json
@@ -228,6 +229,8 @@ probe:
   repeats: 2
   timeout: 200ms
   device: '{{nic}}-{{s}}'
+log:
+  level: {os.environ.get('C4_FABRIC_REAL_LOG', 'info')}
 credentials:
   - {{name: ops, token: {OPS}, roles: [ctl]}}
   - {{name: agents, token: {AGENT}, roles: [agent], jobs: ['*']}}
@@ -272,7 +275,10 @@ credentials:
             if self.master.poll() is not None:
                 raise Fail("c4p-master exited: see " + self.tmp + "/master.log")
             time.sleep(0.3)
-        raise Fail(f"catalog not complete: {c.get('catalog_entries')} of {want}")
+        raise Fail(f"catalog not complete: {c.get('catalog_entries')} of "
+                   f"{want} entries, round {c.get('probe_round')} (waited "
+                   f"for one after {after_round}), "
+                   f"{c.get('probe_pending')} tasks pending")
 
     def link_state(self, name):
         for l in self.links():
@@ -626,7 +632,7 @@ def main():
     ap.add_argument("--qps", type=int, default=4, help="QPs per connection (even)")
     ap.add_argument("--size", type=int, default=1000, help="payload bytes")
     ap.add_argument("--seed", type=int, default=1, help="random-port seed")
-    ap.add_argument("--interval", type=int, default=3000, help="probe interval ms")
+    ap.add_argument("--interval", type=int, default=5000, help="probe interval ms")
     ap.add_argument("--loss", type=int, default=30, help="percent, lossy phase")
     ap.add_argument("--probe-ports", type=int, default=32,
                     help="probe.ports: source ports probed per pair and side")

@@ -23,6 +23,7 @@
 #define LOG_SUBSYS "c4p-probe"
 
 #include <arpa/inet.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +32,13 @@
 #include "c4p.h"
 #include "clock.h"
 #include "log.h"
+#include "path.h"
 
 /* One task of a round. */
 struct probe_job {
 	uint32_t host; /* whose agent runs it */
 	uint32_t sip, dip;
+	uint32_t nports; /* source ports to probe (probe_ports) */
 	uint8_t side;
 	bool sent, done;
 };
@@ -78,6 +81,42 @@ static void probe_end(struct probe *pb);
 
 /* ---- planning ----------------------------------------------------------- */
 
+/*
+ * How many source ports to probe from port src toward the NIC holding
+ * dip: enough to meet each of its P paths (to either port of a bonded
+ * NIC: the fabric picks the receive side) with probability 0.999 when the
+ * switches hash uniformly.  Collecting all P of P equally likely outcomes
+ * takes about P (ln P + ln 1000) draws; never fewer than probe.ports,
+ * never more than C4P_PROBE_PORTS_MAX.  A fixed port count misses paths:
+ * 32 ports leave one of 8 paths unseen in 1.4 % of pairs, and the
+ * allocator cannot balance a leaf's QPs over a spine it does not know.
+ */
+static uint32_t
+probe_ports(const struct topo *t, uint32_t src, uint32_t dip, int64_t floor)
+{
+	uint32_t nic = topo_nic_by_ip(t, dip), n;
+	long paths = 0;
+	double want;
+
+	if (nic == TOPO_NONE)
+		return (uint32_t)floor;
+	for (uint8_t s = 0; s < TOPO_SIDES; s++) {
+		uint32_t dp = t->nics[nic].port[s];
+		long k;
+
+		if (t->ports[dp].ip != dip)
+			continue;
+		k = path_enum(t, src, dp, NULL, 0);
+		if (k > 0)
+			paths += k;
+	}
+	want = paths > 1 ? ceil((double)paths *
+				(log((double)paths) + log(1000.0)))
+			 : 1.0;
+	n = want > C4P_PROBE_PORTS_MAX ? C4P_PROBE_PORTS_MAX : (uint32_t)want;
+	return n < (uint32_t)floor ? (uint32_t)floor : n;
+}
+
 static int
 probe_add_job(struct probe *pb, size_t *cap, uint32_t sip, uint32_t dip,
 	      uint8_t side)
@@ -100,10 +139,13 @@ probe_add_job(struct probe *pb, size_t *cap, uint32_t sip, uint32_t dip,
 		pb->jobs = g;
 		*cap = nc;
 	}
-	pb->jobs[pb->njobs++] = (struct probe_job){.host = t->nics[nic].host,
-						   .sip = sip,
-						   .dip = dip,
-						   .side = side};
+	pb->jobs[pb->njobs++] = (struct probe_job){
+		.host = t->nics[nic].host,
+		.sip = sip,
+		.dip = dip,
+		.nports = probe_ports(t, t->nics[nic].port[side], dip,
+				      pb->p->conf->probe.ports),
+		.side = side};
 	return 0;
 }
 
@@ -226,14 +268,14 @@ probe_send(struct probe *pb, size_t i)
 	topo_ip_format(j->sip, sip, sizeof(sip));
 	topo_ip_format(j->dip, dip, sizeof(dip));
 	probe_device(t, port, pc->device, dev, sizeof(dev));
-	for (int64_t k = 0; k < pc->ports; k++)
-		sports[k] = CATALOG_SPORT_BASE + (uint32_t)k;
+	for (uint32_t k = 0; k < j->nports; k++)
+		sports[k] = CATALOG_SPORT_BASE + k;
 	m.has_task_id = 1;
 	m.task_id = PROBE_ID(pb->round, i);
 	m.src_ip = sip;
 	m.dst_ip = dip;
 	m.sports = sports;
-	m.n_sports = (size_t)pc->ports;
+	m.n_sports = j->nports;
 	m.has_max_ttl = m.has_rate_pps = m.has_timeout_ms = m.has_repeats = 1;
 	m.max_ttl = C4P_PROBE_TTL;
 	m.rate_pps = (uint32_t)pc->rate;
@@ -279,20 +321,26 @@ probe_round(struct probe *pb, const char *why)
 		return 0;
 	}
 	/*
-	 * The deadline: the busiest agent's packets at the rate asked for,
-	 * the agent's wait for late answers, and a second of slack.
+	 * The deadline: twice the busiest agent's packets at the rate asked
+	 * for (agents share two cores with everything else on small test
+	 * machines), the agent's wait for late answers once per batch of
+	 * sockets it can have open, and a second of slack.  A round that
+	 * ends at its deadline with results missing proves nothing about the
+	 * cables those results would have crossed.
 	 */
 	per_host = calloc(p->topo->nhosts, sizeof(*per_host));
 	if (per_host != NULL) {
 		for (size_t i = 0; i < pb->njobs; i++)
-			if (pb->jobs[i].sent &&
-			    ++per_host[pb->jobs[i].host] > most)
+			if (pb->jobs[i].sent && (per_host[pb->jobs[i].host] +=
+						 pb->jobs[i].nports) > most)
 				most = per_host[pb->jobs[i].host];
 		free(per_host);
 	}
-	ms = most * (uint64_t)(pc->ports * C4P_PROBE_TTL * pc->repeats) * 1000 /
+	ms = 2 * most * (uint64_t)(C4P_PROBE_TTL * pc->repeats) * 1000 /
 		     (uint64_t)pc->rate +
-	     (uint64_t)pc->timeout + 1000;
+	     (uint64_t)pc->timeout * ((most + C4P_PROBE_AGENT_SOCKS - 1) /
+				      C4P_PROBE_AGENT_SOCKS) +
+	     1000;
 	tv.tv_sec = (time_t)(ms / 1000);
 	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
 	evtimer_add(pb->deadline, &tv);
@@ -416,6 +464,7 @@ probe_result(struct probe *pb, struct c4p_sess *sess, const C4__ProbeResult *r)
 	struct catalog_key k;
 	const struct catalog_entry *old;
 	struct catalog_rec *prev = NULL;
+	size_t old_n = 0;
 	struct probe_result *res = NULL;
 	uint16_t thr = (uint16_t)(p->conf->probe.loss_threshold * 1000);
 	char e[256];
@@ -434,8 +483,10 @@ probe_result(struct probe *pb, struct c4p_sess *sess, const C4__ProbeResult *r)
 	old = catalog_find(p->cat, &k);
 	if (old != NULL && old->n > 0) {
 		prev = malloc(old->n * sizeof(*prev));
-		if (prev != NULL)
+		if (prev != NULL) {
 			memcpy(prev, old->recs, old->n * sizeof(*prev));
+			old_n = old->n;
+		}
 	}
 	res = calloc(r->n_paths ? r->n_paths : 1, sizeof(*res));
 	if (res == NULL)
@@ -481,6 +532,23 @@ probe_result(struct probe *pb, struct c4p_sess *sess, const C4__ProbeResult *r)
 			continue;
 		}
 		p->st.probe_paths++;
+	}
+	/*
+	 * A port this round did not resolve (a probe lost to a busy queue or
+	 * a slow agent) keeps its last path while that path's cables are up:
+	 * dropping it would leave the allocator without a spine it needs to
+	 * balance a leaf's QPs.  Ports seen again were replaced above; a
+	 * path already known keeps its first port.
+	 */
+	for (size_t q = 0; prev != NULL && q < old_n; q++) {
+		bool seen = false;
+
+		for (size_t r2 = 0; r2 < n && !seen; r2++)
+			seen = res[r2].sport == prev[q].sport;
+		if (!seen && path_healthy(t, &prev[q].path) &&
+		    catalog_add(p->cat, &k, &prev[q], 1, e, sizeof(e)) < 0)
+			log_debug("probe: keeping sport %u: %s", prev[q].sport,
+				  e);
 	}
 	old = catalog_find(p->cat, &k);
 	if (old != NULL)
@@ -546,7 +614,13 @@ probe_end(struct probe *pb)
 			probe_mark(pb, l, false, why);
 			changed = true;
 		} else if (!t->links[l].up && pb->marked[l] && s->clean > 0 &&
-			   s->lossy == 0) {
+			   !gray) {
+			/*
+			 * Back up once probes cross it cleanly and it would
+			 * not be marked gray: a probe or two lost to a
+			 * congested queue must not keep a repaired cable
+			 * out of service.
+			 */
 			snprintf(why, sizeof(why),
 				 "%u probes crossed it cleanly", s->clean);
 			probe_mark(pb, l, true, why);
