@@ -225,7 +225,7 @@ probe:
   interval: {self.a.interval}ms
   full_mesh: true
   ports: {self.a.probe_ports}
-  rate: 20000
+  rate: 10000
   repeats: 2
   timeout: 200ms
   device: '{{nic}}-{{s}}'
@@ -251,7 +251,7 @@ c4p:
   address: {self.maddr}
   token: {AGENT}
   probe_netns: {self.ns(f"host{h}")}
-  probe_rate: 20000
+  probe_rate: 10000
 credentials:
   - {{name: ops, token: {OPS}, roles: [ctl]}}
 """)
@@ -368,6 +368,12 @@ credentials:
         flows, events, rx, _ = self.finish_traffic(recv, send, seconds)
         up, down, prt = self.loads(before, after)
         cab = list(up.values()) + list(down.values())
+        if os.environ.get("C4_FABRIC_REAL_DUMP") and mode != "random":
+            with open(os.path.join(self.tmp, f"{tag}-dump.json"), "w") as f:
+                json.dump({"up": up, "down": down,
+                           "alloc": self.ctl("alloc"),
+                           "paths": {f"{s}-{d}": self.ctl("paths", host_ip(s), host_ip(d))
+                                     for _, s, d in self.connections()}}, f)
         r = {
             "flows": flows,
             "spine_max_mean": max(cab) / (sum(cab) / len(cab)),
@@ -550,7 +556,8 @@ credentials:
         self.fabric_up = True
         self.map_fabric()
         self.start_daemons()
-        c = self.wait_catalog()
+        # two complete rounds: paths a lost probe hid in one show in the next
+        c = self.wait_catalog(after_round=2)
         metric("fabric_real_catalog_entries", c.get("catalog_entries"), "pairs")
         log(f"catalog complete after {time.time() - t0:.1f} s")
 

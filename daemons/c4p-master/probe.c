@@ -526,6 +526,15 @@ probe_result(struct probe *pb, struct c4p_sess *sess, const C4__ProbeResult *r)
 	/* The switches may have rehashed: the entry is what this round saw. */
 	catalog_drop(p->cat, &k);
 	for (size_t q = 0; q < n; q++) {
+		/*
+		 * Loss is judged per cable over the whole round (probe_cross,
+		 * probe_end), where hundreds of probes make an estimate; a
+		 * port's own one or two repeats would exclude a healthy path
+		 * for one probe lost to a busy queue (the catalog never hands
+		 * out a port with loss), and the allocator could no longer
+		 * balance a leaf's QPs over its spines.
+		 */
+		res[q].loss_permille = 0;
 		if (catalog_add_probe(p->cat, &res[q], e, sizeof(e)) < 0) {
 			p->st.probe_rejected++;
 			log_debug("probe sport %u: %s", res[q].sport, e);
