@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/errqueue.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
@@ -155,7 +156,10 @@ probe_parse(const struct msghdr *msg, const uint8_t *data, size_t len,
 
 /*
  * A UDP socket in the probe namespace bound to (src_ip, sport) and, when
- * named, to the port's interface; IP_RECVERR on.  SO_REUSEADDR lets
+ * named, sending out of the port's interface (IP_UNICAST_IF, not
+ * SO_BINDTODEVICE: a socket bound to a device only gets the ICMP errors
+ * that arrive on that device, and the fabric may answer a bonded NIC
+ * through its other port); IP_RECVERR on.  SO_REUSEADDR lets
  * concurrent tasks from the same address use the same source ports: an
  * answer may then land on another task's socket, which is why answers are
  * matched by payload, not by socket.  -1 with errno on failure.
@@ -165,17 +169,27 @@ probe_socket(struct probe *pr, const struct probe_run *t, uint16_t sport)
 {
 	struct sockaddr_in sa;
 	int fd, on = 1, e;
+	uint32_t ifx = 0;
 
 	if (pr->netns_fd >= 0 && setns(pr->netns_fd, CLONE_NEWNET) < 0)
 		return -1;
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	e = errno;
+	/* the interface's index in the probe namespace, looked up there */
+	if (fd >= 0 && t->dev[0] != '\0') {
+		ifx = if_nametoindex(t->dev);
+		if (ifx == 0)
+			e = errno;
+	}
 	if (pr->netns_fd >= 0 && setns(pr->self_fd, CLONE_NEWNET) < 0)
 		log_warn("cannot return to the agent's network namespace");
-	if (fd < 0) {
+	if (fd < 0 || (t->dev[0] != '\0' && ifx == 0)) {
+		if (fd >= 0)
+			close(fd);
 		errno = e;
 		return -1;
 	}
+	ifx = htonl(ifx);
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
 	sa.sin_addr.s_addr = t->src_ip;
@@ -183,8 +197,7 @@ probe_socket(struct probe *pr, const struct probe_run *t, uint16_t sport)
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0 ||
 	    setsockopt(fd, SOL_IP, IP_RECVERR, &on, sizeof(on)) < 0 ||
 	    (t->dev[0] != '\0' &&
-	     setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, t->dev,
-			(socklen_t)strlen(t->dev)) < 0) ||
+	     setsockopt(fd, SOL_IP, IP_UNICAST_IF, &ifx, sizeof(ifx)) < 0) ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		e = errno;
 		close(fd);
