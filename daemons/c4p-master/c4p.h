@@ -30,19 +30,20 @@
 #include "http.h"
 #include "topo.h"
 
-#define C4P_DB_NAME	      "c4p-master.db"
-#define C4P_LEASE_DEFAULT     "10m"
-#define C4P_EXPIRE_PERIOD_MS  1000  /* how often leases are checked */
-#define C4P_ALLOCS_MAX	      20000 /* QPs in one ADMIN_ALLOCS reply */
-#define C4P_JOBS_MAX	      (1u << 20)
-#define C4P_KEY_MAX	      ALLOC_REQID_MAX /* "<job id>/<request id>" */
-#define C4P_REBALANCE_MOVES   10000 /* QPs moved when a cable comes back */
-#define C4P_ERROR_CODES	      16    /* C4__ErrorCode values counted */
-#define C4P_PROBE_PORTS_MAX   1024  /* source ports per probed pair */
-#define C4P_PROBE_AGENT_SOCKS 512   /* ports an agent probes at once (agent.h) \
-				     */
-#define C4P_PROBE_TTL	   4	    /* leaf, spine, leaf, destination */
-#define C4P_PROBE_WANT_MAX 65536    /* pairs waiting for an on-demand probe */
+#define C4P_DB_NAME	     "c4p-master.db"
+#define C4P_LEASE_DEFAULT    "10m"
+#define C4P_EXPIRE_PERIOD_MS 1000  /* how often leases are checked */
+#define C4P_ALLOCS_MAX	     20000 /* QPs in one ADMIN_ALLOCS reply */
+#define C4P_JOBS_MAX	     (1u << 20)
+#define C4P_KEY_MAX	     ALLOC_REQID_MAX /* "<job id>/<request id>" */
+#define C4P_REBALANCE_MOVES  10000 /* QPs moved when a cable comes back */
+#define C4P_ERROR_CODES	     16	   /* C4__ErrorCode values counted */
+#define C4P_PROBE_PORTS_MAX  1024  /* source ports per probed pair */
+#define C4P_PROBE_AGENT_SOCKS                                                  \
+	512			 /* ports an agent probes at once (agent.h)    \
+				  */
+#define C4P_PROBE_TTL	   4	 /* leaf, spine, leaf, destination */
+#define C4P_PROBE_WANT_MAX 65536 /* pairs waiting for an on-demand probe */
 
 /* "probe:" */
 struct c4p_probe_conf {
