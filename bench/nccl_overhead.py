@@ -14,7 +14,11 @@ given: everything is measured and summarised; only the socket write,
 on the client library's own thread, is missing.
 
 Environment: C4_NCCL_PLUGIN (default build-gpu/, then build-bench/),
-C4_BENCH_ROUNDS (3), C4_BENCH_NPROC (all GPUs), C4_AGENT_SOCKET.
+C4_BENCH_ROUNDS (3), C4_BENCH_NPROC (all GPUs), C4_AGENT_SOCKET,
+C4_BENCH_EVENTS: further plugin configurations to time in the same
+rounds, each a C4_PROFILER_EVENTS list ("none coll coll,kernel"); their
+figures come as ..._on_<list>_... metrics (commas become '+'), so that
+the cost of each kind of event can be told apart.
 Targets (docs/nccl.md): <= 1 % bus bandwidth lost at >= 1 MB,
 <= 2 us added latency at 8 KB.
 """
@@ -83,11 +87,14 @@ def free_port():
     return p
 
 
-def run_config(nproc, plugin, tmp, tag):
+def run_config(nproc, plugin, tmp, tag, events=None):
     out = os.path.join(tmp, tag + ".json")
     env = dict(os.environ)
-    for k in ("NCCL_PROFILER_PLUGIN", "C4_PROFILER_RECORD"):
+    for k in ("NCCL_PROFILER_PLUGIN", "C4_PROFILER_RECORD",
+              "C4_PROFILER_EVENTS"):
         env.pop(k, None)
+    if events:
+        env["C4_PROFILER_EVENTS"] = events
     if plugin:
         env["NCCL_PROFILER_PLUGIN"] = plugin
         env.setdefault("C4_JOB_ID", "bench")
@@ -141,28 +148,36 @@ def main():
     rounds = int(os.environ.get("C4_BENCH_ROUNDS", "3"))
     log("nccl-overhead: %d GPUs, %d rounds, plugin %s" % (nproc, rounds,
                                                           plugin))
-    res = {"off": [], "on": []}
+    extra = os.environ.get("C4_BENCH_EVENTS", "").split()
+    cfgs = ["off", "on"] + ["on_" + e.replace(",", "+") for e in extra]
+    events = dict(zip(cfgs[2:], extra))
+    res = {c: [] for c in cfgs}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
-            order = ("off", "on") if r % 2 == 0 else ("on", "off")
+            # Each round turns the order around, so drift hits all alike.
+            order = cfgs if r % 2 == 0 else cfgs[::-1]
             for cfg in order:
-                res[cfg].append(run_config(nproc, plugin if cfg == "on"
-                                           else None, tmp, "%s%d" % (cfg, r)))
+                res[cfg].append(run_config(nproc, plugin if cfg != "off"
+                                           else None, tmp, "%s%d" % (cfg, r),
+                                           events.get(cfg)))
                 log("round %d %s: %s" % (r, cfg, json.dumps(res[cfg][-1])))
     print("metric nccl_overhead_gpus %d count" % nproc)
     for _, name, _ in SIZES:
         lat = {c: median([x[name]["lat_us"] for x in res[c]]) for c in res}
         bw = {c: median([x[name]["busbw_gbs"] for x in res[c]]) for c in res}
         print("metric nccl_allreduce_%s_lat_off %.2f us" % (name, lat["off"]))
-        print("metric nccl_allreduce_%s_lat_on %.2f us" % (name, lat["on"]))
-        print("metric nccl_allreduce_%s_lat_added %.2f us"
-              % (name, lat["on"] - lat["off"]))
         print("metric nccl_allreduce_%s_busbw_off %.2f GB/s" % (name,
                                                               bw["off"]))
-        print("metric nccl_allreduce_%s_busbw_on %.2f GB/s" % (name, bw["on"]))
-        print("metric nccl_allreduce_%s_busbw_loss %.2f %%"
-              % (name, (bw["off"] - bw["on"]) / bw["off"] * 100
-                 if bw["off"] > 0 else 0.0))
+        for c in cfgs[1:]:
+            print("metric nccl_allreduce_%s_lat_%s %.2f us"
+                  % (name, c, lat[c]))
+            print("metric nccl_allreduce_%s_lat_added%s %.2f us"
+                  % (name, c[2:], lat[c] - lat["off"]))
+            print("metric nccl_allreduce_%s_busbw_%s %.2f GB/s"
+                  % (name, c, bw[c]))
+            print("metric nccl_allreduce_%s_busbw_loss%s %.2f %%"
+                  % (name, c[2:], (bw["off"] - bw[c]) / bw["off"] * 100
+                     if bw["off"] > 0 else 0.0))
     sys.stdout.flush()
     return 0
 

@@ -85,7 +85,8 @@ plugin_acquire(void)
 {
 	struct prof_config cfg;
 	char rec[PLUGIN_PATH_MAX];
-	const char *job = getenv("C4_JOB_ID"), *rp;
+	const char *job = getenv("C4_JOB_ID"), *rp, *ev;
+	char err[128];
 	int active = 0;
 
 	pthread_mutex_lock(&plugin_lock);
@@ -109,6 +110,14 @@ plugin_acquire(void)
 	cfg.pool_cap = plugin_env_u32("C4_PROFILER_POOL", 0);
 	cfg.colls_cap = plugin_env_u32("C4_PROFILER_COLLS", 0);
 	cfg.detail = plugin_env_u32("C4_PROFILER_DETAIL", 1) != 0;
+	ev = getenv("C4_PROFILER_EVENTS");
+	if (ev != NULL && *ev != '\0' &&
+	    prof_events_parse(ev, &cfg.base_mask, &cfg.detail, err,
+			      sizeof(err)) < 0)
+		fprintf(stderr,
+			"c4-nccl-profiler: C4_PROFILER_EVENTS: %s; using the "
+			"default events\n",
+			err);
 	cfg.detail_file = getenv("C4_PROFILER_DETAIL_FILE");
 	cfg.stats = plugin_env_u32("C4_PROFILER_STATS", 0) != 0;
 	if (rp != NULL && *rp != '\0') {

@@ -70,7 +70,7 @@ struct prof_rec {
 	uint32_t nch;
 	uint64_t seq; /* the comm's collective ordinal (from 1); 0: unknown */
 	uint64_t t;   /* CLOCK_MONOTONIC (or the test clock), ns */
-	uint64_t v[8];
+	uint64_t v[9];
 };
 
 struct prof_coll {
@@ -88,6 +88,7 @@ struct prof_child {
 	uint64_t t_start, gpu_start, gpu_stop;
 	int state;
 	uint64_t t_state, trans;
+	uint64_t t_mark; /* send: ready to leave; recv: arrived (0: not yet) */
 	uint64_t dur[ST_N];
 };
 
@@ -105,7 +106,19 @@ struct agg_flight {
 	uint64_t gmin, gmax, t_last;
 };
 
+/*
+ * One op's chunks on one connection, for one-way timing: when they were
+ * ready to leave (sender) or had arrived (receiver), as a sum of offsets
+ * from the first, so that the mean needs no wide arithmetic.
+ */
+struct agg_timed {
+	uint64_t seq; /* 0: free */
+	uint32_t chunks;
+	uint64_t first, sum, t_last;
+};
+
 struct agg_peer {
+	struct agg_timed *timed[2]; /* [is_send]; PROF_TIMED each, lazily */
 	uint64_t bytes_steps, bytes_ops, chunks_steps, chunks_ops, chmask;
 	struct sketch xfer;
 	int used, algo;
@@ -129,6 +142,7 @@ struct agg {
 	int gpu_timers;	       /* kernels carry GPU timers: gaps from them */
 	int inflight_func;
 	uint64_t orphans;
+	uint64_t timed_lost; /* timed ops evicted before they were reported */
 };
 
 struct prof_comm {
@@ -165,6 +179,7 @@ static struct {
 	struct prof_tring rings[PROF_RINGS_MAX];
 	_Atomic uint64_t no_ring, events, ignored;
 	_Atomic int detail;
+	int base_mask; /* events asked for whatever the detail */
 	uint64_t (*clock)(void);
 	prof_sink_fn sink;
 	void *sink_arg;
@@ -342,6 +357,71 @@ prof_rec_line(const char *fmt, ...)
 	pthread_mutex_unlock(&g.rec_lock);
 }
 
+/* ---- configuration -------------------------------------------------- */
+
+int
+prof_events_parse(const char *s, int *base, int *detail, char *err,
+		  size_t errlen)
+{
+	static const struct {
+		const char *name;
+		int bit;
+	} names[] = {{"coll", NCCL_EV_COLL},
+		     {"kernel", NCCL_EV_KERNEL_CH},
+		     {"proxy", NCCL_EV_PROXY_OP},
+		     {"step", NCCL_EV_PROXY_STEP}};
+	int mask = 0, none = 0;
+	size_t i, n;
+
+	while (*s != '\0') {
+		n = strcspn(s, ", ");
+		if (n == 0) {
+			s++;
+			continue;
+		}
+		if (n == 4 && strncmp(s, "none", 4) == 0) {
+			none = 1;
+		} else {
+			for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+				if (strlen(names[i].name) == n &&
+				    strncmp(s, names[i].name, n) == 0)
+					break;
+			if (i == sizeof(names) / sizeof(names[0])) {
+				snprintf(
+					err, errlen,
+					"unknown event \"%.*s\" (coll, kernel, "
+					"proxy, step or none)",
+					(int)(n > 32 ? 32 : n), s);
+				return -1;
+			}
+			mask |= names[i].bit;
+		}
+		s += n;
+	}
+	if (none && mask != 0) {
+		snprintf(err, errlen, "\"none\" with other events");
+		return -1;
+	}
+	if (!none && mask == 0) {
+		snprintf(err, errlen, "no event named");
+		return -1;
+	}
+	if ((mask & (NCCL_EV_KERNEL_CH | NCCL_EV_PROXY_OP)) != 0 &&
+	    (mask & NCCL_EV_COLL) == 0) {
+		snprintf(err, errlen, "kernel and proxy need coll");
+		return -1;
+	}
+	if ((mask & NCCL_EV_PROXY_STEP) != 0 &&
+	    (mask & NCCL_EV_PROXY_OP) == 0) {
+		snprintf(err, errlen, "step needs proxy");
+		return -1;
+	}
+	*detail = (mask & NCCL_EV_PROXY_STEP) != 0;
+	mask &= ~NCCL_EV_PROXY_STEP;
+	*base = none ? -1 : mask;
+	return 0;
+}
+
 /* ---- handles -------------------------------------------------------- */
 
 static void *
@@ -451,7 +531,7 @@ prof_push(const struct prof_rec *r)
 static int
 prof_mask_value(void)
 {
-	return PROF_MASK_BASE | (atomic_load(&g.detail) ? PROF_MASK_DETAIL : 0);
+	return g.base_mask | (atomic_load(&g.detail) ? PROF_MASK_DETAIL : 0);
 }
 
 static void
@@ -469,8 +549,11 @@ prof_agg_free(struct prof_comm *c)
 	for (i = 0; i < 4; i++)
 		sketch_free(&a->wait[i]);
 	if (a->peers != NULL)
-		for (i = 0; i < c->nranks; i++)
+		for (i = 0; i < c->nranks; i++) {
 			sketch_free(&a->peers[i].xfer);
+			free(a->peers[i].timed[0]);
+			free(a->peers[i].timed[1]);
+		}
 	free(a->peers);
 }
 
@@ -665,6 +748,7 @@ prof_child_new(struct prof_comm *c, int type, uint64_t now, void **h)
 	ch->state = -1;
 	ch->t_state = now;
 	ch->trans = 0;
+	ch->t_mark = 0;
 	memset(ch->dur, 0, sizeof(ch->dur));
 	atomic_store_explicit(&ch->gen, gen, memory_order_release);
 	*h = prof_handle(c->slot, H_KIND_CHILD,
@@ -817,6 +901,11 @@ prof_state(void *handle, int state, uint64_t trans_size, uint64_t ptimer)
 		   (si = prof_state_index(state)) >= 0) {
 		if (ch->state >= 0 && now > ch->t_state)
 			ch->dur[ch->state] += now - ch->t_state;
+		/* The one-way marks: data handed to the network, data in. */
+		if (si == ST_SEND && ch->t_mark == 0)
+			ch->t_mark = now;
+		else if (ch->state == ST_RECV && si != ST_RECV)
+			ch->t_mark = now;
 		ch->state = si;
 		ch->t_state = now;
 		if (trans_size > ch->trans)
@@ -890,6 +979,10 @@ prof_stop(void *handle)
 			r.v[i] = ch->dur[i];
 		r.v[ST_N] = ch->trans;
 		r.v[ST_N + 1] = ch->state >= 0; /* saw a state at all */
+		/* A receive that ends in RecvWait has its data now. */
+		r.v[ST_N + 2] = ch->t_mark != 0	       ? ch->t_mark
+				: ch->state == ST_RECV ? now
+						       : 0;
 		prof_push(&r);
 		break;
 	}
@@ -1069,6 +1162,38 @@ agg_op(struct prof_comm *c, const struct prof_rec *r)
 	}
 }
 
+/* Counts chunk time t of op seq in p's table for direction dir. */
+static void
+agg_timed_add(struct agg *a, struct agg_peer *p, int dir, uint64_t seq,
+	      uint64_t t)
+{
+	struct agg_timed *e;
+
+	if (seq == 0 || t == 0)
+		return;
+	if (p->timed[dir] == NULL &&
+	    (p->timed[dir] = calloc(PROF_TIMED, sizeof(*e))) == NULL)
+		return;
+	e = &p->timed[dir][seq % PROF_TIMED];
+	if (e->seq != seq) {
+		if (e->seq != 0)
+			a->timed_lost++;
+		e->seq = seq;
+		e->chunks = 0;
+		e->first = e->t_last = t;
+		e->sum = 0;
+	}
+	/* Offsets from the earliest chunk: an earlier one moves the base. */
+	if (t < e->first) {
+		e->sum += (e->first - t) * e->chunks;
+		e->first = t;
+	}
+	e->sum += t - e->first;
+	e->chunks++;
+	if (t > e->t_last)
+		e->t_last = t;
+}
+
 static void
 agg_step(struct prof_comm *c, const struct prof_rec *r)
 {
@@ -1076,6 +1201,7 @@ agg_step(struct prof_comm *c, const struct prof_rec *r)
 	struct agg_peer *p = &c->agg.peers[r->peer];
 
 	a->steps++;
+	agg_timed_add(a, p, r->is_send != 0, r->seq, r->v[ST_N + 2]);
 	if (r->is_send) {
 		sketch_add(&a->wait[1], r->v[ST_SEND_PEER]);
 		sketch_add(&a->wait[2], r->v[ST_SEND_GPU]);
@@ -1190,8 +1316,51 @@ struct prof_build {
 	struct c4client_wait *waits;
 	struct c4client_progress *prog;
 	uint32_t *stuck;
-	size_t ncolls, nops, nconns, nwaits, nprog, nstuck;
+	uint64_t *tseq, *tmean;
+	uint32_t *tchunks;
+	size_t ncolls, nops, nconns, nwaits, nprog, nstuck, ntimed;
+	uint64_t rt_off; /* CLOCK_REALTIME - the plugin's clock */
 };
+
+/*
+ * Moves the settled ops of table e (no chunk for PROF_KCH_SETTLE_NS) into
+ * cn's timing lists: at most PROF_TIMED_REPORT of them, every stride-th
+ * op ordinal with the smallest power-of-two stride that fits, so that
+ * both ends of a connection mostly pick the same ops.  Returns the count.
+ */
+static size_t
+prof_build_timed(struct prof_build *b, struct agg_timed *e, uint64_t now,
+		 struct c4client_conn *cn)
+{
+	uint64_t stride = 1;
+	size_t n = 0, i;
+
+	if (e == NULL)
+		return 0;
+	for (i = 0; i < PROF_TIMED; i++)
+		if (e[i].seq != 0 && now > e[i].t_last + PROF_KCH_SETTLE_NS)
+			n++;
+	while (n > PROF_TIMED_REPORT * stride)
+		stride *= 2;
+	cn->timed_seq = &b->tseq[b->ntimed];
+	cn->timed_chunks = &b->tchunks[b->ntimed];
+	cn->timed_mean_ns = &b->tmean[b->ntimed];
+	cn->ntimed = 0;
+	for (i = 0; i < PROF_TIMED; i++) {
+		if (e[i].seq == 0 || now <= e[i].t_last + PROF_KCH_SETTLE_NS)
+			continue;
+		if (e[i].seq % stride == 0 && cn->ntimed < PROF_TIMED_REPORT) {
+			b->tseq[b->ntimed] = e[i].seq;
+			b->tchunks[b->ntimed] = e[i].chunks;
+			b->tmean[b->ntimed] =
+				e[i].first + e[i].sum / e[i].chunks + b->rt_off;
+			b->ntimed++;
+			cn->ntimed++;
+		}
+		e[i].seq = 0;
+	}
+	return cn->ntimed;
+}
 
 static void
 prof_build_comm(struct prof_build *b, struct prof_comm *c, uint64_t now,
@@ -1261,6 +1430,27 @@ prof_build_comm(struct prof_build *b, struct prof_comm *c, uint64_t now,
 					 ? now - pe->last_tx
 					 : 0;
 		cn->transfer_time = sk(&pe->xfer);
+		prof_build_timed(b, pe->timed[1], now, cn);
+	}
+	/* Timing without traffic this interval, and the receiver's side. */
+	for (p = 0; p < c->nranks; p++) {
+		struct agg_peer *pe = &a->peers[p];
+		struct c4client_conn *cn;
+		int rx;
+
+		for (rx = 0; rx < 2; rx++) {
+			if (pe->timed[!rx] == NULL || (!rx && pe->used))
+				continue;
+			cn = &b->conns[b->nconns];
+			memset(cn, 0, sizeof(*cn));
+			cn->comm_hash = c->hash;
+			cn->src_rank = rx ? (uint32_t)p : (uint32_t)c->rank;
+			cn->dst_rank = rx ? (uint32_t)c->rank : (uint32_t)p;
+			cn->transport = C4CLIENT_NET;
+			cn->receiver = rx;
+			if (prof_build_timed(b, pe->timed[!rx], now, cn) > 0)
+				b->nconns++;
+		}
 	}
 	if (a->steps > 0) {
 		struct c4client_wait *w = &b->waits[b->nwaits++];
@@ -1343,12 +1533,20 @@ prof_report(uint64_t now)
 	if (ncomm > 0) {
 		b.colls = calloc(ncomm, sizeof(*b.colls));
 		b.ops = calloc(ncomm * PROF_FUNCS, sizeof(*b.ops));
-		b.conns = calloc(nranks, sizeof(*b.conns));
+		b.conns = calloc(2 * nranks, sizeof(*b.conns));
+		b.tseq =
+			calloc(2 * nranks * PROF_TIMED_REPORT, sizeof(*b.tseq));
+		b.tmean = calloc(2 * nranks * PROF_TIMED_REPORT,
+				 sizeof(*b.tmean));
+		b.tchunks = calloc(2 * nranks * PROF_TIMED_REPORT,
+				   sizeof(*b.tchunks));
+		b.rt_off = g.clock != NULL ? 0 : prof_realtime() - prof_mono();
 		b.waits = calloc(ncomm, sizeof(*b.waits));
 		b.prog = calloc(ncomm, sizeof(*b.prog));
 		b.stuck = calloc(nranks, sizeof(*b.stuck));
 		if (b.colls == NULL || b.ops == NULL || b.conns == NULL ||
-		    b.waits == NULL || b.prog == NULL || b.stuck == NULL) {
+		    b.waits == NULL || b.prog == NULL || b.stuck == NULL ||
+		    b.tseq == NULL || b.tmean == NULL || b.tchunks == NULL) {
 			g.reports_failed++;
 			goto out;
 		}
@@ -1385,6 +1583,9 @@ out:
 	free(b.waits);
 	free(b.prog);
 	free(b.stuck);
+	free(b.tseq);
+	free(b.tmean);
+	free(b.tchunks);
 }
 
 /* Comms NCCL finalized: their last records are in; forget them. */
@@ -1405,6 +1606,7 @@ prof_reap(void)
 		g.dead.stale += atomic_load(&c->stale);
 		g.dead.pool_drops += pool_drops(&c->pool);
 		g.dead.orphans += c->agg.orphans;
+		g.dead.timed_lost += c->agg.timed_lost;
 		atomic_store(&g.comms[i], NULL);
 		prof_comm_free(c);
 	}
@@ -1496,6 +1698,7 @@ prof_counters(struct prof_counters *out)
 		out->stale += atomic_load(&c->stale);
 		out->pool_drops += pool_drops(&c->pool);
 		out->orphans += c->agg.orphans;
+		out->timed_lost += c->agg.timed_lost;
 	}
 	for (i = 0; i < PROF_RINGS_MAX; i++)
 		if (g.rings[i].ring.slots != NULL)
@@ -1506,6 +1709,7 @@ prof_counters(struct prof_counters *out)
 	out->stale += g.dead.stale;
 	out->pool_drops += g.dead.pool_drops;
 	out->orphans += g.dead.orphans;
+	out->timed_lost += g.dead.timed_lost;
 	out->reports = g.reports;
 	out->reports_failed = g.reports_failed;
 }
@@ -1571,6 +1775,9 @@ prof_open(const struct prof_config *cfg)
 	g.cfg.record_path = NULL;
 	g.pid = getpid();
 	atomic_store(&g.detail, cfg->detail != 0);
+	g.base_mask = cfg->base_mask == 0  ? PROF_MASK_BASE
+		      : cfg->base_mask < 0 ? 0
+					   : cfg->base_mask;
 	g.stats = cfg->stats;
 	atomic_fetch_add(&g.epoch, 1);
 	atomic_store(&g.no_ring, 0);
@@ -1639,7 +1846,8 @@ prof_close(void)
 		snprintf(line, sizeof(line),
 			 "c4-nccl-profiler: pid %ld events %llu ignored %llu "
 			 "stale %llu pool_drops %llu ring_drops %llu no_ring "
-			 "%llu orphans %llu reports %llu reports_failed %llu\n",
+			 "%llu orphans %llu timed_lost %llu reports %llu "
+			 "reports_failed %llu\n",
 			 (long)g.pid, (unsigned long long)k.events,
 			 (unsigned long long)k.ignored,
 			 (unsigned long long)k.stale,
@@ -1647,6 +1855,7 @@ prof_close(void)
 			 (unsigned long long)k.ring_drops,
 			 (unsigned long long)k.no_ring,
 			 (unsigned long long)k.orphans,
+			 (unsigned long long)k.timed_lost,
 			 (unsigned long long)k.reports,
 			 (unsigned long long)k.reports_failed);
 		if (g.stats)

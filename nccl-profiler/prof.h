@@ -51,6 +51,8 @@
 #define PROF_FUNCS	      16u   /* c4client_func values 0..15 */
 #define PROF_RING_RETRY	      4096u /* events before a ringless thread retries */
 #define PROF_NAME_MAX	      256u /* longest comm name registered (MSG_ID_MAX) */
+#define PROF_TIMED	      64u /* ops timed at once per peer and direction */
+#define PROF_TIMED_REPORT     32u /* timed ops reported per conn and interval */
 
 /* Event kinds the plugin asks for; ProxyStep only with detail on. */
 #define PROF_MASK_BASE	 (NCCL_EV_COLL | NCCL_EV_KERNEL_CH | NCCL_EV_PROXY_OP)
@@ -80,7 +82,8 @@ struct prof_config {
 	const char *token;
 	uint32_t interval_ms;
 	uint32_t ring_cap, pool_cap, colls_cap;
-	int detail;		 /* ProxyStep on at start */
+	int base_mask; /* events asked for always; 0 PROF_MASK_BASE, <0 none */
+	int detail;    /* ProxyStep on at start */
 	const char *detail_file; /* detail on while this file exists */
 	const char *record_path; /* C4_PROFILER_RECORD */
 	int thread;		 /* 0: the caller drives prof_tick */
@@ -89,7 +92,7 @@ struct prof_config {
 
 struct prof_counters {
 	uint64_t events, ignored, stale, pool_drops, ring_drops, no_ring,
-		orphans, reports, reports_failed;
+		orphans, timed_lost, reports, reports_failed;
 };
 
 /* The sink gets each interval's report; it must copy what it keeps. */
@@ -120,6 +123,15 @@ int prof_finalize(void *ctx);
 /* Drains the rings; with report set, builds and sinks the interval. */
 void prof_tick(int report);
 void prof_counters(struct prof_counters *out);
+
+/*
+ * Parses an event list ("coll,kernel,proxy,step" or "none"; see
+ * docs/nccl.md) into *base (Coll, KernelCh, ProxyOp bits; -1 for
+ * none, as prof_config.base_mask) and *detail (1 when "step" is named).  0, or
+ * -1 with err naming the bad word.
+ */
+int prof_events_parse(const char *s, int *base, int *detail, char *err,
+		      size_t errlen);
 
 /* Names NCCL uses, to our enums and sizes (0 / 0 when unknown). */
 int prof_func_code(const char *s);

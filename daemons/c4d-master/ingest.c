@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "c4matrix.h"
+#include "flight.h"
 #include "log.h"
 #include "sketch.h"
 #include "vec.h"
@@ -174,6 +175,7 @@ struct ingest {
 	ingest_publish_fn publish;
 	void *arg;
 	struct matrix *m;
+	struct flight *fl; /* one-way delivery times of connections */
 	struct ingest_stats st;
 	uint64_t tick;
 	uint64_t data_ticks; /* ticks in which some host reported */
@@ -499,8 +501,36 @@ ing_window_coll(struct ing_window *w, const C4__RankCollSummary *c,
 }
 
 /* Fills a window from one batch; the records are checked by the engine. */
+/*
+ * The one-way timing a connection summary carries goes to the flight
+ * matcher at once (its other end may be on another host).  Returns 1 for
+ * a summary that carries nothing else (the receiver's, or a sender's
+ * without traffic this interval), 0 otherwise, -1 without memory.
+ */
 static int
-ing_window_fill(struct ing_window *w, const C4__TelemetryBatch *b)
+ing_timing(struct ingest *g, const C4__ConnSummary *c)
+{
+	int only =
+		c->receiver || (c->bytes == 0 && c->chunks == 0 &&
+				c->pending_chunks == 0 && c->n_timed_seq > 0);
+
+	if (c->n_timed_seq == 0)
+		return only;
+	if (c->n_timed_chunks != c->n_timed_seq ||
+	    c->n_timed_mean_ns != c->n_timed_seq) {
+		g->st.timing_refused++;
+		return only;
+	}
+	if (flight_add(g->fl, c->comm_hash, c->src_rank, c->dst_rank,
+		       c->receiver, c->timed_seq, c->timed_chunks,
+		       c->timed_mean_ns, c->n_timed_seq) < 0)
+		return -1;
+	return only;
+}
+
+static int
+ing_window_fill(struct ingest *g, struct ing_window *w,
+		const C4__TelemetryBatch *b)
 {
 	ing_window_clear(w);
 	w->interval_id = b->interval_id;
@@ -538,8 +568,14 @@ ing_window_fill(struct ing_window *w, const C4__TelemetryBatch *b)
 		return -1;
 	for (size_t i = 0; i < b->n_conns; i++) {
 		const C4__ConnSummary *c = b->conns[i];
-		struct c4m_conn *o = &w->conn[w->nconn++];
+		struct c4m_conn *o;
+		int only = ing_timing(g, c);
 
+		if (only < 0)
+			return -1;
+		if (only)
+			continue;
+		o = &w->conn[w->nconn++];
 		memset(o, 0, sizeof(*o));
 		o->comm = c->comm_hash;
 		o->src = c->src_rank;
@@ -601,7 +637,7 @@ ingest_telemetry(struct ingest *g, const char *node,
 		g->st.windows_dropped++;
 	}
 	w = &h->q[(h->head + h->nq) % INGEST_QUEUE_MAX];
-	if (ing_window_fill(w, b) < 0) {
+	if (ing_window_fill(g, w, b) < 0) {
 		ing_window_clear(w);
 		return -1;
 	}
@@ -1034,6 +1070,37 @@ ing_mono_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/*
+ * A chunk's transfer time is what its sender saw (SendWait) plus the
+ * queueing on the path that both ends' timings show (flight.h): a
+ * transport that calls a chunk sent once a socket buffer took it hides
+ * the second from the first.
+ */
+static void
+ing_flight(struct ingest *g)
+{
+	struct flight_stats fs;
+	double ex;
+
+	for (size_t i = 0; i < g->nconn; i++) {
+		struct c4m_conn *o = &g->conn[i];
+
+		if (flight_take(g->fl, o->comm, o->src, o->dst, &ex) <= 0 ||
+		    o->xfer.count == 0 || !(ex > 0))
+			continue;
+		ex /= 1e3; /* us, as the stats */
+		o->xfer.sum += ex * (double)o->xfer.count;
+		o->xfer.min += ex;
+		o->xfer.max += ex;
+		o->xfer.p50 += ex;
+		o->xfer.p90 += ex;
+		o->xfer.p99 += ex;
+	}
+	flight_get_stats(g->fl, &fs);
+	g->st.flights_matched = fs.matched;
+	g->st.flights_unmatched = fs.unmatched + fs.mismatch;
+}
+
 int
 ingest_tick(struct ingest *g, uint64_t now_ns)
 {
@@ -1074,6 +1141,7 @@ ingest_tick(struct ingest *g, uint64_t now_ns)
 	}
 	if (nheard > 0)
 		g->data_ticks++;
+	ing_flight(g);
 	memset(&in, 0, sizeof(in));
 	in.interval = g->tick;
 	in.coll = g->coll;
@@ -1138,7 +1206,8 @@ ingest_new(const char *job, const struct ingest_params *p,
 	if (p->min_slowdown > 0)
 		mp.min_slowdown = p->min_slowdown;
 	g->m = matrix_new(&mp);
-	if (g->job == NULL || g->m == NULL) {
+	g->fl = flight_new();
+	if (g->job == NULL || g->m == NULL || g->fl == NULL) {
 		ingest_free(g);
 		return NULL;
 	}
@@ -1151,6 +1220,7 @@ ingest_free(struct ingest *g)
 	if (g == NULL)
 		return;
 	matrix_free(g->m);
+	flight_free(g->fl);
 	for (size_t i = 0; i < g->nhosts; i++) {
 		struct ing_host *h = &g->hosts[i];
 

@@ -52,7 +52,10 @@ struct ingest_stats {
 	uint64_t analysis_us_max;
 	uint64_t hosts;
 	uint64_t comms;
-	uint64_t comms_incomplete; /* registered ranks < nranks */
+	uint64_t comms_incomplete;  /* registered ranks < nranks */
+	uint64_t flights_matched;   /* ops timed by both ends (flight.h) */
+	uint64_t flights_unmatched; /* one end's timing, never the other's */
+	uint64_t timing_refused;    /* timing lists of unequal lengths */
 };
 
 /* Receives each event transition; ev is valid during the call only. */

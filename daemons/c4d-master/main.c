@@ -213,6 +213,12 @@ c4d_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 	srv_reply_counter(r, "windows_dropped", is->windows_dropped,
 			  "host intervals dropped: sent faster than analysed",
 			  0);
+	srv_reply_counter(r, "flights_matched", is->flights_matched,
+			  "ops timed by both ends of a connection", 0);
+	srv_reply_counter(r, "flights_unmatched", is->flights_unmatched,
+			  "ops timed by one end only", 0);
+	srv_reply_counter(r, "timing_refused", is->timing_refused,
+			  "connection timings with unequal lists", 0);
 	srv_reply_counter(r, "events_opened", is->events_open,
 			  "events opened by the detectors", 0);
 	srv_reply_counter(r, "events_updated", is->events_updated,

@@ -277,6 +277,17 @@ c4client_conns(struct c4client_pool *pl, C4__TelemetryBatch *b,
 		o->has_stalled_ns = in->stalled_ns != 0;
 		o->stalled_ns = in->stalled_ns;
 		o->transfer_time = c4client_dur(pl, in->transfer_time);
+		o->has_receiver = in->receiver != 0;
+		o->receiver = in->receiver != 0;
+		if (in->ntimed > 0 && in->timed_seq != NULL &&
+		    in->timed_chunks != NULL && in->timed_mean_ns != NULL) {
+			/* Packed before the report returns: no copy needed. */
+			o->n_timed_seq = o->n_timed_chunks =
+				o->n_timed_mean_ns = in->ntimed;
+			o->timed_seq = (uint64_t *)in->timed_seq;
+			o->timed_chunks = (uint32_t *)in->timed_chunks;
+			o->timed_mean_ns = (uint64_t *)in->timed_mean_ns;
+		}
 	}
 }
 

@@ -128,6 +128,16 @@ struct c4client_conn {
 	uint32_t pending_chunks; /* posted, not done at the interval's end */
 	uint64_t stalled_ns;
 	const struct sketch *transfer_time; /* per chunk */
+	/*
+	 * One-way timing of ops on this connection: for ntimed ops, the op
+	 * ordinal, its chunks here and their mean time (CLOCK_REALTIME ns)
+	 * of leaving (sender) or arriving (receiver set: the summary is the
+	 * receiving rank's, and carries nothing else).
+	 */
+	int receiver;
+	size_t ntimed;
+	const uint64_t *timed_seq, *timed_mean_ns;
+	const uint32_t *timed_chunks;
 };
 
 struct c4client_wait {

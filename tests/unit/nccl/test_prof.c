@@ -41,6 +41,11 @@ struct seen_report {
 	int conn_transport;
 	uint32_t conn_pending;
 	double conn_xfer_p50;
+	size_t conn_ntimed, rx_ntimed;
+	int conn_receiver;
+	uint32_t rx_src, rx_dst;
+	uint64_t rx_bytes;
+	int64_t flight0;
 	uint64_t steps;
 	double recv_p50, peer_p50, gpu_p50, rgpu_p50;
 	uint64_t entered, completed;
@@ -109,6 +114,22 @@ capture(const struct c4client_report *rep, void *arg)
 		x->conn_pending = c->pending_chunks;
 		x->conn_xfer_n = c->transfer_time ? c->transfer_time->total : 0;
 		x->conn_xfer_p50 = q50(c->transfer_time);
+		x->conn_ntimed = c->ntimed;
+		x->conn_receiver = c->receiver;
+		for (size_t i = 1; i < rep->nconns; i++)
+			if (rep->conns[i].receiver) {
+				x->rx_src = rep->conns[i].src_rank;
+				x->rx_dst = rep->conns[i].dst_rank;
+				x->rx_ntimed = rep->conns[i].ntimed;
+				x->rx_bytes = rep->conns[i].bytes;
+				if (c->ntimed > 0 && rep->conns[i].ntimed > 0 &&
+				    c->timed_seq[0] ==
+					    rep->conns[i].timed_seq[0])
+					x->flight0 =
+						(int64_t)rep->conns[i]
+							.timed_mean_ns[0] -
+						(int64_t)c->timed_mean_ns[0];
+			}
 	}
 	if (rep->nwaits > 0) {
 		const struct c4client_wait *w = &rep->waits[0];
@@ -170,7 +191,20 @@ START_TEST(test_replay_fixture)
 	ck_assert_uint_eq(s->r[0].last_entered, 4);
 	ck_assert_uint_eq(s->r[0].last_completed_iv, 4);
 	/* One connection, 0 -> 1, 4 ops x 2 channels x 2 steps. */
-	ck_assert_uint_eq(s->r[0].nconns, 1);
+	ck_assert_uint_eq(s->r[0].nconns, 2);
+	/*
+	 * One-way timing: ops 1..3 settled (op 4's chunks are younger than
+	 * the settle time), on the sender's summary and on the receiver's
+	 * (1 -> 0, timing only); each op's chunks arrive 65 us after they
+	 * were ready to leave.
+	 */
+	ck_assert_uint_eq(s->r[0].conn_ntimed, 3);
+	ck_assert_int_eq(s->r[0].conn_receiver, 0);
+	ck_assert_uint_eq(s->r[0].rx_src, 1);
+	ck_assert_uint_eq(s->r[0].rx_dst, 0);
+	ck_assert_uint_eq(s->r[0].rx_ntimed, 3);
+	ck_assert_uint_eq(s->r[0].rx_bytes, 0);
+	ck_assert_int_eq(s->r[0].flight0, 65000);
 	ck_assert_uint_eq(s->r[0].conn_src, 0);
 	ck_assert_uint_eq(s->r[0].conn_dst, 1);
 	ck_assert_uint_eq(s->r[0].conn_chunks, 16);
@@ -428,6 +462,64 @@ START_TEST(test_mask_is_live)
 }
 END_TEST
 
+START_TEST(test_events_list)
+{
+	struct seen s = {0};
+	struct prof_config cfg = {.interval_ms = 1000};
+	char err[128];
+	int base = 0, detail = 0, mask;
+	void *ctx;
+
+	ck_assert_int_eq(prof_events_parse("coll,kernel", &base, &detail, err,
+					   sizeof(err)),
+			 0);
+	ck_assert_int_eq(base, NCCL_EV_COLL | NCCL_EV_KERNEL_CH);
+	ck_assert_int_eq(detail, 0);
+	ck_assert_int_eq(prof_events_parse("coll, proxy,step", &base, &detail,
+					   err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(base, NCCL_EV_COLL | NCCL_EV_PROXY_OP);
+	ck_assert_int_eq(detail, 1);
+	ck_assert_int_eq(
+		prof_events_parse("none", &base, &detail, err, sizeof(err)), 0);
+	ck_assert_int_eq(base, -1);
+	ck_assert_int_eq(prof_events_parse("coll,kernal", &base, &detail, err,
+					   sizeof(err)),
+			 -1);
+	ck_assert_ptr_nonnull(strstr(err, "\"kernal\""));
+	ck_assert_int_eq(
+		prof_events_parse("kernel", &base, &detail, err, sizeof(err)),
+		-1);
+	ck_assert_int_eq(prof_events_parse("coll,step", &base, &detail, err,
+					   sizeof(err)),
+			 -1);
+	ck_assert_int_eq(prof_events_parse("none,coll", &base, &detail, err,
+					   sizeof(err)),
+			 -1);
+	ck_assert_int_eq(
+		prof_events_parse(",", &base, &detail, err, sizeof(err)), -1);
+
+	/* The mask NCCL reads follows the list; step stays live. */
+	prof_set_clock(fake_clock);
+	prof_set_sink(capture, &s);
+	cfg.base_mask = NCCL_EV_COLL;
+	ck_assert_int_eq(prof_open(&cfg), 0);
+	prof_init(&ctx, 7, &mask, NULL, 1, 2, 0);
+	ck_assert_int_eq(mask, NCCL_EV_COLL);
+	prof_set_detail(1);
+	prof_tick(1);
+	ck_assert_int_eq(mask, NCCL_EV_COLL | PROF_MASK_DETAIL);
+	prof_finalize(ctx);
+	prof_close();
+	cfg.base_mask = -1;
+	ck_assert_int_eq(prof_open(&cfg), 0);
+	prof_init(&ctx, 7, &mask, NULL, 1, 2, 0);
+	ck_assert_int_eq(mask, 0);
+	prof_finalize(ctx);
+	prof_close();
+}
+END_TEST
+
 START_TEST(test_pxn_proxy_op)
 {
 	struct seen s = {0};
@@ -675,6 +767,7 @@ prof_suite(void)
 	tcase_add_test(tc, test_stale_and_double_stop);
 	tcase_add_test(tc, test_pool_exhaustion_counts_drops);
 	tcase_add_test(tc, test_mask_is_live);
+	tcase_add_test(tc, test_events_list);
 	tcase_add_test(tc, test_pxn_proxy_op);
 	tcase_add_test(tc, test_progress_of_a_stuck_op);
 	tcase_add_test(tc, test_settle_short_channels);
