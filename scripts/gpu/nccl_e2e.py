@@ -270,6 +270,9 @@ def launch(a):
                    WORLD_SIZE=str(a.nproc))
         if a.record_rank0 and r == 0:
             env["C4_PROFILER_RECORD"] = a.record_rank0
+        if a.record_all:
+            env["C4_PROFILER_RECORD"] = a.record_all.replace("{rank}",
+                                                             str(r))
         log = open(os.path.join(a.workdir, "rank%d.log" % r), "w")
         procs.append((subprocess.Popen(cmd, env=env, stdout=log,
                                        stderr=subprocess.STDOUT), log))
@@ -374,6 +377,9 @@ def main():
     ap.add_argument("--ctl-token", default="")
     ap.add_argument("--record-rank0", default="",
                     help="C4_PROFILER_RECORD for rank 0")
+    ap.add_argument("--record-all", default="",
+                    help="C4_PROFILER_RECORD for every rank; {rank} in "
+                    "the path becomes the rank")
     a = ap.parse_args()
     if a.mode == "worker":
         return worker(a)
