@@ -1071,15 +1071,21 @@ ing_mono_us(void)
 }
 
 /*
- * A chunk's transfer time is what its sender saw (SendWait) plus the
- * queueing on the path that both ends' timings show (flight.h): a
- * transport that calls a chunk sent once a socket buffer took it hides
- * the second from the first.
+ * In a 2-rank communicator a chunk's transfer time is what its sender saw
+ * (SendWait) plus the queueing on the path that both ends' timings show
+ * (flight.h): a transport that calls a chunk sent once a socket buffer
+ * took it hides the second from the first, and a pair has no other
+ * connection to be compared with.  Larger communicators keep SendWait
+ * alone: there the queueing also stretches the connections whose
+ * acknowledgements share the slow path, and the delay matrix, which finds
+ * the slow one by comparing connections, took far longer to settle on it
+ * (docs/nccl.md, 7.1).  Every connection's floor is kept up to date.
  */
 static void
 ing_flight(struct ingest *g)
 {
 	struct flight_stats fs;
+	uint32_t ci;
 	double ex;
 
 	for (size_t i = 0; i < g->nconn; i++) {
@@ -1087,6 +1093,9 @@ ing_flight(struct ingest *g)
 
 		if (flight_take(g->fl, o->comm, o->src, o->dst, &ex) <= 0 ||
 		    o->xfer.count == 0 || !(ex > 0))
+			continue;
+		if (u64map_get(&g->comm_map, o->comm, &ci) < 0 ||
+		    g->comms[ci].nranks != 2)
 			continue;
 		ex /= 1e3; /* us, as the stats */
 		o->xfer.sum += ex * (double)o->xfer.count;
