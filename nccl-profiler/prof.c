@@ -1201,7 +1201,9 @@ agg_step(struct prof_comm *c, const struct prof_rec *r)
 	struct agg_peer *p = &c->agg.peers[r->peer];
 
 	a->steps++;
-	agg_timed_add(a, p, r->is_send != 0, r->seq, r->v[ST_N + 2]);
+	/* One-way timing serves 2-rank communicators (c4d-master's ingest). */
+	if (c->nranks == 2)
+		agg_timed_add(a, p, r->is_send != 0, r->seq, r->v[ST_N + 2]);
 	if (r->is_send) {
 		sketch_add(&a->wait[1], r->v[ST_SEND_PEER]);
 		sketch_add(&a->wait[2], r->v[ST_SEND_GPU]);

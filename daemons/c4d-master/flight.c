@@ -4,13 +4,14 @@
  * Per connection: a direct-mapped table of ops one side has reported and
  * the other not yet (by ordinal), the delivery times matched since the
  * last flight_take, and a ring of per-interval minima for the floor.
- * Connections live in an open-addressing table keyed by (comm, src, dst).
+ * Connections are found through a u64map keyed by (comm, src, dst).
  */
 #include "flight.h"
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
+
+#include "u64map.h"
 
 struct flight_op {
 	uint64_t seq; /* 0: free */
@@ -31,20 +32,15 @@ struct flight_conn {
 
 struct flight {
 	struct flight_conn **conns;
-	uint32_t *slot; /* index + 1 into conns; 0: free */
-	size_t n, cap, scap;
+	size_t n, cap;
+	struct u64map map; /* key of (comm, src, dst) -> index into conns */
 	struct flight_stats st;
 };
 
 static uint64_t
-flight_hash(uint64_t comm, uint32_t src, uint32_t dst)
+flight_key(uint64_t comm, uint32_t src, uint32_t dst)
 {
-	uint64_t x = comm ^ ((uint64_t)src << 32 | dst) * 0x9e3779b97f4a7c15ull;
-
-	x ^= x >> 31;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 29;
-	return x;
+	return u64map_mix(comm) ^ ((uint64_t)src << 32 | dst);
 }
 
 struct flight *
@@ -61,50 +57,29 @@ flight_free(struct flight *f)
 	for (size_t i = 0; i < f->n; i++)
 		free(f->conns[i]);
 	free(f->conns);
-	free(f->slot);
+	u64map_free(&f->map);
 	free(f);
 }
 
-static int
-flight_rehash(struct flight *f)
-{
-	size_t cap = f->scap ? f->scap * 2 : 64, i, j;
-	uint32_t *slot = calloc(cap, sizeof(*slot));
-
-	if (slot == NULL)
-		return -1;
-	for (i = 0; i < f->n; i++) {
-		const struct flight_conn *c = f->conns[i];
-
-		j = flight_hash(c->comm, c->src, c->dst) & (cap - 1);
-		while (slot[j] != 0)
-			j = (j + 1) & (cap - 1);
-		slot[j] = (uint32_t)i + 1;
-	}
-	free(f->slot);
-	f->slot = slot;
-	f->scap = cap;
-	return 0;
-}
-
+/*
+ * The connection's state; NULL when absent (and not created), without
+ * memory, or in the unlikely case that another connection has its key.
+ */
 static struct flight_conn *
 flight_conn(struct flight *f, uint64_t comm, uint32_t src, uint32_t dst,
 	    int create)
 {
+	uint64_t key = flight_key(comm, src, dst);
 	struct flight_conn *c, **nc;
+	uint32_t idx;
 	size_t j;
 
-	if (f->scap > 0) {
-		j = flight_hash(comm, src, dst) & (f->scap - 1);
-		for (; f->slot[j] != 0; j = (j + 1) & (f->scap - 1)) {
-			c = f->conns[f->slot[j] - 1];
-			if (c->comm == comm && c->src == src && c->dst == dst)
-				return c;
-		}
+	if (u64map_get(&f->map, key, &idx) == 0) {
+		c = f->conns[idx];
+		return c->comm == comm && c->src == src && c->dst == dst ? c
+									 : NULL;
 	}
 	if (!create)
-		return NULL;
-	if ((f->n + 1) * 2 > f->scap && flight_rehash(f) < 0)
 		return NULL;
 	if (f->n == f->cap) {
 		size_t cap = f->cap ? f->cap * 2 : 16;
@@ -116,18 +91,16 @@ flight_conn(struct flight *f, uint64_t comm, uint32_t src, uint32_t dst,
 		f->cap = cap;
 	}
 	c = calloc(1, sizeof(*c));
-	if (c == NULL)
+	if (c == NULL || u64map_put(&f->map, key, (uint32_t)f->n) < 0) {
+		free(c);
 		return NULL;
+	}
 	c->comm = comm;
 	c->src = src;
 	c->dst = dst;
 	for (j = 0; j < FLIGHT_BASE_TICKS; j++)
 		c->base[j] = NAN;
-	f->conns[f->n] = c;
-	j = flight_hash(comm, src, dst) & (f->scap - 1);
-	while (f->slot[j] != 0)
-		j = (j + 1) & (f->scap - 1);
-	f->slot[j] = (uint32_t)++f->n;
+	f->conns[f->n++] = c;
 	f->st.conns = f->n;
 	return c;
 }

@@ -17,29 +17,7 @@
 #include "flight.h"
 #include "log.h"
 #include "sketch.h"
-#include "vec.h"
-
-/* ---- small maps ------------------------------------------------------------
- */
-
-/* Open addressing, u64 key -> u32 value; capacity a power of two. */
-struct u64map {
-	uint64_t *keys;
-	uint32_t *vals;
-	uint8_t *used;
-	size_t cap, n;
-};
-
-static uint64_t
-ing_mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
+#include "u64map.h"
 
 static uint64_t
 ing_strhash(const char *s)
@@ -50,79 +28,7 @@ ing_strhash(const char *s)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;
 	return h;
 }
-
-static int u64map_put(struct u64map *m, uint64_t k, uint32_t v);
-
-static int
-u64map_grow(struct u64map *m)
-{
-	struct u64map n = {0};
-	size_t cap = m->cap ? m->cap * 2 : 64;
-
-	n.keys = calloc(cap, sizeof(*n.keys));
-	n.vals = calloc(cap, sizeof(*n.vals));
-	n.used = calloc(cap, 1);
-	n.cap = cap;
-	if (n.keys == NULL || n.vals == NULL || n.used == NULL) {
-		free(n.keys);
-		free(n.vals);
-		free(n.used);
-		return -1;
-	}
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->used[i])
-			u64map_put(&n, m->keys[i], m->vals[i]);
-	free(m->keys);
-	free(m->vals);
-	free(m->used);
-	*m = n;
-	return 0;
-}
-
-static int
-u64map_put(struct u64map *m, uint64_t k, uint32_t v)
-{
-	size_t i;
-
-	if ((m->n + 1) * 4 > m->cap * 3 && u64map_grow(m) < 0)
-		return -1;
-	for (i = ing_mix(k) & (m->cap - 1); m->used[i];
-	     i = (i + 1) & (m->cap - 1)) {
-		if (m->keys[i] == k) {
-			m->vals[i] = v;
-			return 0;
-		}
-	}
-	m->used[i] = 1;
-	m->keys[i] = k;
-	m->vals[i] = v;
-	m->n++;
-	return 0;
-}
-
-static int
-u64map_get(const struct u64map *m, uint64_t k, uint32_t *v)
-{
-	if (m->cap == 0)
-		return -1;
-	for (size_t i = ing_mix(k) & (m->cap - 1); m->used[i];
-	     i = (i + 1) & (m->cap - 1)) {
-		if (m->keys[i] == k) {
-			*v = m->vals[i];
-			return 0;
-		}
-	}
-	return -1;
-}
-
-static void
-u64map_free(struct u64map *m)
-{
-	free(m->keys);
-	free(m->vals);
-	free(m->used);
-	memset(m, 0, sizeof(*m));
-}
+#include "vec.h"
 
 /* ---- state -----------------------------------------------------------------
  */
@@ -500,12 +406,22 @@ ing_window_coll(struct ing_window *w, const C4__RankCollSummary *c,
 	return 0;
 }
 
-/* Fills a window from one batch; the records are checked by the engine. */
+/* 1 when comm is a registered 2-rank communicator (see ing_flight). */
+static int
+ing_pair(const struct ingest *g, uint64_t comm)
+{
+	uint32_t ci;
+
+	return u64map_get(&g->comm_map, comm, &ci) == 0 &&
+	       g->comms[ci].nranks == 2;
+}
+
 /*
  * The one-way timing a connection summary carries goes to the flight
- * matcher at once (its other end may be on another host).  Returns 1 for
- * a summary that carries nothing else (the receiver's, or a sender's
- * without traffic this interval), 0 otherwise, -1 without memory.
+ * matcher at once (its other end may be on another host), for the 2-rank
+ * communicators that use it.  Returns 1 for a summary that carries
+ * nothing else (the receiver's, or a sender's without traffic this
+ * interval), 0 otherwise, -1 without memory.
  */
 static int
 ing_timing(struct ingest *g, const C4__ConnSummary *c)
@@ -514,7 +430,7 @@ ing_timing(struct ingest *g, const C4__ConnSummary *c)
 		c->receiver || (c->bytes == 0 && c->chunks == 0 &&
 				c->pending_chunks == 0 && c->n_timed_seq > 0);
 
-	if (c->n_timed_seq == 0)
+	if (c->n_timed_seq == 0 || !ing_pair(g, c->comm_hash))
 		return only;
 	if (c->n_timed_chunks != c->n_timed_seq ||
 	    c->n_timed_mean_ns != c->n_timed_seq) {
@@ -528,6 +444,7 @@ ing_timing(struct ingest *g, const C4__ConnSummary *c)
 	return only;
 }
 
+/* Fills a window from one batch; the records are checked by the engine. */
 static int
 ing_window_fill(struct ingest *g, struct ing_window *w,
 		const C4__TelemetryBatch *b)
@@ -1079,23 +996,20 @@ ing_mono_us(void)
  * alone: there the queueing also stretches the connections whose
  * acknowledgements share the slow path, and the delay matrix, which finds
  * the slow one by comparing connections, took far longer to settle on it
- * (docs/nccl.md, 7.1).  Every connection's floor is kept up to date.
+ * (docs/nccl.md, 7.1); their timings are not kept.
  */
 static void
 ing_flight(struct ingest *g)
 {
 	struct flight_stats fs;
-	uint32_t ci;
 	double ex;
 
 	for (size_t i = 0; i < g->nconn; i++) {
 		struct c4m_conn *o = &g->conn[i];
 
-		if (flight_take(g->fl, o->comm, o->src, o->dst, &ex) <= 0 ||
+		if (!ing_pair(g, o->comm) ||
+		    flight_take(g->fl, o->comm, o->src, o->dst, &ex) <= 0 ||
 		    o->xfer.count == 0 || !(ex > 0))
-			continue;
-		if (u64map_get(&g->comm_map, o->comm, &ci) < 0 ||
-		    g->comms[ci].nranks != 2)
 			continue;
 		ex /= 1e3; /* us, as the stats */
 		o->xfer.sum += ex * (double)o->xfer.count;
