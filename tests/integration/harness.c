@@ -225,23 +225,53 @@ th_start(struct th_daemon *d, const char *name, const char *config)
 		return -1;
 	snprintf(rel, sizeof(rel), "daemons/%s/%s", name, name);
 	bin = th_bin(rel);
-	d->pid = fork();
+	{
+		char *argv[] = {(char *)bin, (char *)"-d", (char *)"-f",
+				d->conf, NULL};
+
+		d->pid = th_spawn(argv, d->log, notify);
+	}
 	if (d->pid < 0)
 		return -1;
-	if (d->pid == 0) {
-		int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	return th_wait_ready(d);
+}
+
+pid_t
+th_spawn(char *const argv[], const char *log, const char *notify)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (fd >= 0) {
 			dup2(fd, STDOUT_FILENO);
 			dup2(fd, STDERR_FILENO);
 		}
-		setenv("NOTIFY_SOCKET", notify, 1);
-		execl(bin, bin, "-d", "-f", d->conf, (char *)NULL);
-		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
+		if (notify != NULL)
+			setenv("NOTIFY_SOCKET", notify, 1);
+		execv(argv[0], argv);
+		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
-	return th_wait_ready(d);
+	return pid;
+}
+
+int
+th_reap(pid_t pid, long ms)
+{
+	long deadline = th_now_ms() + ms;
+	int status;
+
+	while (th_now_ms() < deadline) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		usleep(20000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
 }
 
 int

@@ -55,6 +55,14 @@ const char *th_data(const char *relpath);
  * printed to stderr).
  */
 int th_start(struct th_daemon *d, const char *name, const char *config);
+/*
+ * Starts argv[0] with argv, stdout and stderr in log, dying with the test
+ * (PR_SET_PDEATHSIG); with notify set, NOTIFY_SOCKET is that path.
+ * Returns the pid, or -1.
+ */
+pid_t th_spawn(char *const argv[], const char *log, const char *notify);
+/* Waits at most ms for pid (then kills it); its exit status, or -1. */
+int th_reap(pid_t pid, long ms);
 /* Waits for the next READY=1 (after a SIGHUP reload). */
 int th_wait_ready(struct th_daemon *d);
 /* SIGTERM; returns the exit status, or -1 if it had to be killed. */

@@ -17,14 +17,12 @@
  * not on time.
  */
 #include <check.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -37,41 +35,14 @@
 #define WAIT_MS	    40000
 
 /* A child process with its output in log; killed with the test. */
+/* th_spawn, failing the test when fork fails. */
 static pid_t
-spawn(char *const argv[], const char *log)
+spawn_ok(char *const argv[], const char *log)
 {
-	pid_t pid = fork();
+	pid_t pid = th_spawn(argv, log, NULL);
 
 	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (fd >= 0) {
-			dup2(fd, STDOUT_FILENO);
-			dup2(fd, STDERR_FILENO);
-		}
-		execv(argv[0], argv);
-		_exit(127);
-	}
 	return pid;
-}
-
-/* Waits for pid with a bound; returns its exit status or -1. */
-static int
-reap(pid_t pid, long ms)
-{
-	long deadline = th_now_ms() + ms;
-	int status;
-
-	while (th_now_ms() < deadline) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-		usleep(20000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	return -1;
 }
 
 struct sink {
@@ -93,7 +64,7 @@ sink_start(struct sink *s)
 	ck_assert_ptr_nonnull(mkdtemp(s->dir));
 	snprintf(path, sizeof(path), "%s/port", s->dir);
 	snprintf(log, sizeof(log), "%s/sink.log", s->dir);
-	s->pid = spawn(argv, log);
+	s->pid = spawn_ok(argv, log);
 	while (th_now_ms() < deadline && (fp = fopen(path, "r")) == NULL)
 		usleep(20000);
 	ck_assert_ptr_nonnull(fp);
@@ -193,7 +164,7 @@ sim_start(const struct master *m, const char *fault, const char *clear_at,
 
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", m->port);
 	snprintf(work, sizeof(work), "%s/sim", m->state);
-	return spawn(argv, log);
+	return spawn_ok(argv, log);
 }
 
 /* c4ctl -o json CMD against m; its stdout in out. */
@@ -319,7 +290,7 @@ START_TEST(test_fault_to_store_and_webhook)
 	ck_assert_int_eq(wait_event(&m, id, "\"state\":\"resolved\"", line,
 				    sizeof(line)),
 			 0);
-	ck_assert_int_eq(reap(sim, WAIT_MS), 0);
+	ck_assert_int_eq(th_reap(sim, WAIT_MS), 0);
 	/* Exactly one event, its life in the history, in the store. */
 	ck_assert_int_eq(db_count(&m, "SELECT COUNT(*) FROM events", NULL), 1);
 	ck_assert_int_eq(db_count(&m,
@@ -345,7 +316,7 @@ START_TEST(test_fault_to_store_and_webhook)
 			 1);
 	ck_assert_int_eq(th_stop(&m.d), 0);
 	kill(s.pid, SIGTERM);
-	reap(s.pid, WAIT_MS);
+	th_reap(s.pid, WAIT_MS);
 }
 END_TEST
 
@@ -373,10 +344,10 @@ START_TEST(test_agent_killed_is_node_lost)
 	json_str(out, "host", host, sizeof(host));
 	snprintf(want, sizeof(want), "\"action\":\"isolate host %s\"", host);
 	ck_assert_msg(strstr(line, want) != NULL, "%s vs %s", line, out);
-	ck_assert_int_eq(reap(sim, WAIT_MS), 0);
+	ck_assert_int_eq(th_reap(sim, WAIT_MS), 0);
 	ck_assert_int_eq(th_stop(&m.d), 0);
 	kill(s.pid, SIGTERM);
-	reap(s.pid, WAIT_MS);
+	th_reap(s.pid, WAIT_MS);
 }
 END_TEST
 
@@ -418,7 +389,7 @@ START_TEST(test_master_killed_and_restarted)
 	}
 	/* Nothing else opened: one event id in the store, one open sent. */
 	kill(sim, SIGTERM);
-	reap(sim, WAIT_MS);
+	th_reap(sim, WAIT_MS);
 	ck_assert_int_eq(th_stop(&m.d), 0);
 	ck_assert_int_eq(db_count(&m, "SELECT COUNT(*) FROM events", NULL), 1);
 	ck_assert_int_eq(
@@ -433,7 +404,7 @@ START_TEST(test_master_killed_and_restarted)
 	ck_assert_int_gt(sink_count(&s, pat), 0);
 	ck_assert_int_eq(sink_count(&s, "\"subject\":\""), sink_count(&s, pat));
 	kill(s.pid, SIGTERM);
-	reap(s.pid, WAIT_MS);
+	th_reap(s.pid, WAIT_MS);
 }
 END_TEST
 
