@@ -148,7 +148,6 @@ ctl_links_table(const C4__AdminReply *r)
 static int
 ctl_links(struct ctl *c, int argc, char **argv)
 {
-	C4__AdminRequest req = C4__ADMIN_REQUEST__INIT;
 	C4__Envelope *env;
 	struct json j;
 
@@ -157,8 +156,7 @@ ctl_links(struct ctl *c, int argc, char **argv)
 		fprintf(stderr, "c4ctl: usage: links\n");
 		return 2;
 	}
-	req.op = C4__ADMIN_OP__ADMIN_LINKS;
-	env = ctl_admin_req(c, &req, "links");
+	env = ctl_admin(c, C4__ADMIN_OP__ADMIN_LINKS, 0);
 	if (env == NULL)
 		return 1;
 	if (c->json) {
@@ -582,7 +580,6 @@ out:
 static int
 ctl_probe(struct ctl *c, int argc, char **argv)
 {
-	C4__AdminRequest req = C4__ADMIN_REQUEST__INIT;
 	const C4__AdminReply *r;
 	C4__Envelope *env;
 	struct json j;
@@ -592,8 +589,7 @@ ctl_probe(struct ctl *c, int argc, char **argv)
 		fprintf(stderr, "c4ctl: usage: probe\n");
 		return 2;
 	}
-	req.op = C4__ADMIN_OP__ADMIN_PROBE;
-	env = ctl_admin_req(c, &req, "probe");
+	env = ctl_admin(c, C4__ADMIN_OP__ADMIN_PROBE, 0);
 	if (env == NULL)
 		return 1;
 	r = env->admin_reply;
