@@ -123,6 +123,8 @@ struct c4p_job {
 	X(probe_paths, "probed paths added to the catalog")                    \
 	X(probe_rejected, "probed paths that did not fit the topology")        \
 	X(store_commits, "SQLite transactions committed")                      \
+	X(store_inline_commits,                                                \
+	  "of those, committed on the event loop (the writer was idle)")       \
 	X(store_ops, "store operations written")
 
 struct c4p_stats {
@@ -255,11 +257,9 @@ uint64_t state_expire(struct state *s, uint64_t now);
 uint64_t state_move(struct state *s, const struct alloc_change *ch);
 uint64_t state_link(struct state *s, uint32_t link, bool up);
 uint64_t state_catalog(struct state *s, const struct catalog_entry *e);
-/* The last sequence number handed out (0: nothing written yet). */
-uint64_t state_last(const struct state *s);
-uint64_t state_commits(const struct state *s);
 struct state_stats {
 	uint64_t commits;	      /* transactions committed */
+	uint64_t inline_commits;      /* of those, by the loop itself */
 	uint64_t ops;		      /* operations queued since start */
 	uint64_t committed;	      /* of those, committed */
 	bool failed;		      /* a write failed (the daemon stops) */

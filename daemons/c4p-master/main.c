@@ -263,11 +263,14 @@ c4p_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 	struct dmn *d = arg;
 	struct c4p *p = d->state;
 	struct alloc_stats as;
+	struct state_stats ss;
 	size_t pending;
 
 	(void)s;
-	p->st.store_commits = state_commits(p->store);
-	p->st.store_ops = state_last(p->store);
+	state_get_stats(p->store, &ss);
+	p->st.store_commits = ss.commits;
+	p->st.store_inline_commits = ss.inline_commits;
+	p->st.store_ops = ss.ops;
 #define C4P_STAT_COUNTER(n, h) srv_reply_counter(r, #n, p->st.n, h, 0);
 	C4P_COUNTERS(C4P_STAT_COUNTER)
 #undef C4P_STAT_COUNTER

@@ -93,6 +93,7 @@ metrics_cb(struct evbuffer *b, void *arg)
 	http_metrics_srv(b, p->dmn->srv, base);
 	state_get_stats(p->store, &ss);
 	p->st.store_commits = ss.commits;
+	p->st.store_inline_commits = ss.inline_commits;
 	p->st.store_ops = ss.ops;
 #define METRICS_COUNTER(n, h)                                                  \
 	http_metric(b, "c4p_" #n "_total", h, 0, base, p->st.n);

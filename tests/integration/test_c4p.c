@@ -5,8 +5,9 @@
  * gets PathReassign, the table shows the new ports), kill -9 in the middle
  * of a stream and a restart on the same state (nothing lost, nothing
  * handed out twice: later answers equal those of a master that never
- * crashed), a broken topology reported by -n with every position, and
- * /metrics and /healthz fetched over real HTTP.
+ * crashed), who commits (the loop for lone requests, the writer thread
+ * for groups and with sync_full), a broken topology reported by -n with
+ * every position, and /metrics and /healthz fetched over real HTTP.
  */
 #include <check.h>
 #include <signal.h>
@@ -18,11 +19,13 @@
 #include "c4p_client.h"
 #include "harness.h"
 
-#define OPS_TOKEN  "operator-token-0001"
-#define CCL_TOKEN  "ccl-token-any-job-01"
-#define TIMEOUT_MS 10000
-#define STREAM_N   40 /* requests sent before the kill */
-#define STREAM_QPS 8
+#define OPS_TOKEN   "operator-token-0001"
+#define CCL_TOKEN   "ccl-token-any-job-01"
+#define TIMEOUT_MS  10000
+#define STREAM_N    40 /* requests sent before the kill */
+#define STREAM_QPS  8
+#define STORE_LONE  5  /* lone requests, one round trip each */
+#define STORE_BATCH 40 /* requests in one PathRequestBatch */
 
 /* The master on the paper's testbed, state in dir (NULL: its own). */
 static void
@@ -390,6 +393,94 @@ START_TEST(test_kill9_restart_recovers)
 }
 END_TEST
 
+/* Removes a stopped master's state folder. */
+static void
+store_remove(const char *dir)
+{
+	static const char *const files[] = {
+		"c4p-master.db", "c4p-master.db-wal", "c4p-master.db-shm"};
+	char path[256];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		unlink(path);
+	}
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+
+/* Asks for requests first..first+n-1 of the stream in one batch. */
+static void
+stream_batch(struct c4p_client *c, int first, int n)
+{
+	static struct c4p_client_port p[STORE_BATCH * STREAM_QPS];
+	struct c4p_client_req r[STORE_BATCH];
+	char id[STORE_BATCH][32], s[STORE_BATCH][32], dd[STORE_BATCH][32];
+
+	ck_assert_int_le(n, STORE_BATCH);
+	for (int i = 0; i < n; i++)
+		stream_req(&r[i], id[i], sizeof(id[i]), s[i], dd[i],
+			   sizeof(s[i]), first + i);
+	ck_assert_msg(c4p_client_request(c, r, (size_t)n, p, NULL) == 0, "%s",
+		      c->err);
+}
+
+/*
+ * Who commits: lone requests are committed by the loop itself while the
+ * writer thread is idle (store_inline_commits), a batch of many requests
+ * and the release of a whole job go through the writer, and with
+ * sync_full every commit does.  Either way every answered request is
+ * back after kill -9, and the release is back after a restart.
+ */
+START_TEST(test_store_inline_and_writer_commits)
+{
+	for (int full = 0; full < 2; full++) {
+		char dir[] = "/tmp/c4p-inline-XXXXXX", conf[2048];
+		struct c4p_client_port p[STREAM_QPS];
+		long long commits, inl, writer;
+		struct th_daemon d;
+		struct c4p_client c;
+
+		ck_assert_ptr_nonnull(mkdtemp(dir));
+		conf_text(conf, sizeof(conf), dir);
+		if (full)
+			strncat(conf, "sync_full: true\n",
+				sizeof(conf) - strlen(conf) - 1);
+		ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
+		client(&c, &d, "job-s");
+		for (int i = 0; i < STORE_LONE; i++)
+			stream_ask(&c, i, p);
+		commits = counter(&d, "store_commits");
+		inl = counter(&d, "store_inline_commits");
+		ck_assert_int_ge(commits, STORE_LONE);
+		/* sync_full: an fsync never runs on the loop */
+		ck_assert_int_eq(inl, full ? 0LL : commits);
+
+		stream_batch(&c, STORE_LONE, STORE_BATCH);
+		writer = counter(&d, "store_commits") -
+			 counter(&d, "store_inline_commits");
+		ck_assert_int_gt(writer, commits - inl);
+		ck_assert_int_eq(th_kill(&d), 0);
+		c4p_client_close(&c);
+
+		ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
+		ck_assert_int_eq(counter(&d, "alloc_qps"),
+				 (STORE_LONE + STORE_BATCH) * STREAM_QPS);
+		client(&c, &d, "job-s");
+		ck_assert_int_eq(c4p_client_release(&c, NULL),
+				 (STORE_LONE + STORE_BATCH) * STREAM_QPS);
+		ck_assert_int_eq(counter(&d, "store_commits") -
+					 counter(&d, "store_inline_commits"),
+				 1);
+		c4p_client_close(&c);
+		ck_assert_int_eq(th_stop(&d), 0);
+		ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
+		ck_assert_int_eq(counter(&d, "alloc_qps"), 0);
+		ck_assert_int_eq(th_stop(&d), 0);
+		store_remove(dir);
+	}
+}
+END_TEST
+
 /* ProbeResult goes into the catalog and the store; QpLoadUpdate counted. */
 START_TEST(test_probe_result_and_qp_load)
 {
@@ -623,6 +714,7 @@ c4p_suite(void)
 	tcase_add_test(tc, test_alloc_retry_release_and_bad_requests);
 	tcase_add_test(tc, test_link_down_reassigns_holder);
 	tcase_add_test(tc, test_kill9_restart_recovers);
+	tcase_add_test(tc, test_store_inline_and_writer_commits);
 	tcase_add_test(tc, test_probe_result_and_qp_load);
 	tcase_add_test(tc, test_bad_topology_positions);
 	tcase_add_test(tc, test_metrics_over_http);
