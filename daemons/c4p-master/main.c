@@ -440,6 +440,7 @@ main(int argc, char **argv)
 		.off_creds = offsetof(struct c4p_conf, credentials),
 		.off_log = offsetof(struct c4p_conf, log),
 		.role = C4__ROLE__ROLE_MASTER,
+		.poll_us = C4P_POLL_US,
 		.start = c4p_start,
 		.listen = c4p_listen,
 		.reload = c4p_reload,

@@ -47,6 +47,7 @@ struct dmn_spec {
 	size_t off_log;	   /* struct dmn_log_conf */
 	C4__Role role;	   /* role in hello replies */
 	int arena_decode;  /* see struct srv_params */
+	unsigned poll_us;  /* after a frame, poll this long (us): daemon.c */
 	/* The job a c4d-master serves (from its config), or NULL. */
 	const char *(*job_of)(const void *conf);
 	/* The node name from the config, or NULL for the host name. */
