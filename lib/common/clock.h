@@ -17,4 +17,53 @@ clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Interval ticks on the wall clock.  Every stage of the telemetry path
+ * (the CCL's reporter, c4a-agent, c4d-master) ticks at k * interval +
+ * its own offset of CLOCK_REALTIME, so that a report made at a boundary
+ * is sent on by the agent and analysed by the master within the same
+ * interval instead of waiting up to a whole interval at each stage.
+ * Clocks of a cluster agree to well under the offsets (NTP or PTP); a
+ * stage whose clock is off by more only hands its data on a tick later.
+ *
+ * clock_tick_next: the wall-clock time of the tick after the one nearest
+ * to now.  A timer that fires a little early or late thus still moves on
+ * by one interval; one that fires several intervals late skips the missed
+ * ticks instead of firing them back to back.
+ */
+static inline uint64_t
+clock_tick_next(uint64_t now, uint64_t interval, uint64_t offset)
+{
+	uint64_t base, k;
+
+	if (interval == 0)
+		return now;
+	offset %= interval;
+	/* the phase of now against the ticks, then the nearest tick */
+	base = now >= offset ? now - offset : 0;
+	k = (base + interval / 2) / interval;
+	return (k + 1) * interval + offset;
+}
+
+/*
+ * Offsets of the stages past each boundary, in parts of the interval:
+ * reporters at the boundary, c4a-agent a twentieth later (50 ms of 1 s),
+ * c4d-master a tenth later.
+ */
+#define CLOCK_TICK_AGENT_DIV  20u
+#define CLOCK_TICK_MASTER_DIV 10u
+
+/* clock_tick_first: the first tick strictly after now (for starting). */
+static inline uint64_t
+clock_tick_first(uint64_t now, uint64_t interval, uint64_t offset)
+{
+	uint64_t base;
+
+	if (interval == 0)
+		return now;
+	offset %= interval;
+	base = now >= offset ? now - offset : 0;
+	return (base / interval + 1) * interval + offset;
+}
+
 #endif

@@ -43,6 +43,23 @@ dmn_notify(const char *state)
 #endif
 }
 
+int
+dmn_tick_arm(struct event *ev, uint32_t interval_ms, uint32_t offset_ms,
+	     int first)
+{
+	uint64_t now = clock_ns(CLOCK_REALTIME);
+	uint64_t iv = (uint64_t)interval_ms * 1000000u;
+	uint64_t off = (uint64_t)offset_ms * 1000000u;
+	uint64_t at = first ? clock_tick_first(now, iv, off)
+			    : clock_tick_next(now, iv, off);
+	uint64_t wait = at > now ? (at - now) / 1000u : 0; /* us */
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)(wait / 1000000u);
+	tv.tv_usec = (suseconds_t)(wait % 1000000u);
+	return event_add(ev, &tv);
+}
+
 void
 dmn_notify_status(const char *fmt, ...)
 {

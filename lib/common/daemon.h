@@ -75,6 +75,15 @@ struct dmn {
 
 int dmn_main(int argc, char **argv, const struct dmn_spec *spec);
 
+/*
+ * Arms the one-shot timer ev for the next interval tick on the wall clock,
+ * offset_ms past each multiple of interval_ms (clock_tick_next in
+ * clock.h); first: the first tick after now, for starting.  The callback
+ * calls it again.  0, or -1 when libevent refuses.
+ */
+int dmn_tick_arm(struct event *ev, uint32_t interval_ms, uint32_t offset_ms,
+		 int first);
+
 /* Tells systemd (if it is watching) a status line; no-op otherwise. */
 void dmn_notify_status(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
