@@ -1663,19 +1663,26 @@ prof_tick(int report)
 	}
 }
 
+/*
+ * Drains every PROF_DRAIN_MS and reports at each wall-clock multiple of
+ * the interval (c4client_next_boundary), so that c4a-agent, which sends
+ * a little after each boundary, carries the interval that just ended.
+ */
 static void *
 prof_thread(void *arg)
 {
 	struct timespec ts = {0, PROF_DRAIN_MS * 1000000L};
-	uint64_t next = prof_now() + (uint64_t)g.cfg.interval_ms * 1000000ull;
+	uint64_t next =
+		c4client_next_boundary(prof_realtime(), g.cfg.interval_ms, 1);
 	uint64_t now;
 
 	(void)arg;
 	while (!atomic_load(&g.stop)) {
 		nanosleep(&ts, NULL);
-		now = prof_now();
+		now = prof_realtime();
 		if (now >= next) {
-			next = now + (uint64_t)g.cfg.interval_ms * 1000000ull;
+			next = c4client_next_boundary(now, g.cfg.interval_ms,
+						      0);
 			prof_tick(1);
 		} else {
 			prof_tick(0);

@@ -20,6 +20,7 @@
 #include "agent.h"
 #include "auth.h"
 #include "c4_build.h"
+#include "clock.h"
 #include "daemon.h"
 #include "log.h"
 
@@ -315,7 +316,9 @@ c4a_up_ready(struct up *u, void *arg)
 
 /*
  * The interval tick: one merged batch per job, even with no clients (the
- * master tells a lost node by the absence of its batches).
+ * master tells a lost node by the absence of its batches).  It comes a
+ * twentieth of an interval after each wall-clock boundary, when the local
+ * reporters have sent the interval that just ended (clock.h).
  */
 static void
 c4a_tick_cb(evutil_socket_t fd, short what, void *arg)
@@ -349,6 +352,9 @@ c4a_tick_cb(evutil_socket_t fd, short what, void *arg)
 		agg_parts_free(parts, (size_t)n);
 	}
 	st->interval_start_ns = now;
+	if (dmn_tick_arm(st->tick, st->interval_ms,
+			 st->interval_ms / CLOCK_TICK_AGENT_DIV, 0) < 0)
+		log_warnx("cannot arm the interval tick");
 }
 
 /* ---- the c4p-master's session ------------------------------------------ */
@@ -446,7 +452,6 @@ c4a_start(struct dmn *d)
 	struct c4a_conf *c = d->conf;
 	const struct agent_master_conf *m = c->masters.items;
 	struct c4a_state *st = calloc(1, sizeof(*st));
-	struct timeval tv;
 
 	if (st == NULL)
 		return -1;
@@ -462,7 +467,7 @@ c4a_start(struct dmn *d)
 		st->dns = evdns_base_new(d->base,
 					 EVDNS_BASE_DISABLE_WHEN_INACTIVE);
 	st->jobs = calloc(c->masters.n + 1, sizeof(*st->jobs));
-	st->tick = event_new(d->base, -1, EV_PERSIST, c4a_tick_cb, st);
+	st->tick = event_new(d->base, -1, 0, c4a_tick_cb, st);
 	if (st->dns == NULL || st->jobs == NULL || st->tick == NULL)
 		goto fail;
 	for (size_t i = 0; i < c->masters.n; i++) {
@@ -487,9 +492,8 @@ c4a_start(struct dmn *d)
 	}
 	if (c->c4p.address != NULL && c4a_c4p_start(st, &c->c4p) < 0)
 		goto fail;
-	tv.tv_sec = c->interval / 1000;
-	tv.tv_usec = (c->interval % 1000) * 1000;
-	if (event_add(st->tick, &tv) < 0)
+	if (dmn_tick_arm(st->tick, st->interval_ms,
+			 st->interval_ms / CLOCK_TICK_AGENT_DIV, 1) < 0)
 		goto fail;
 	return 0;
 fail:

@@ -14,6 +14,7 @@
 
 #include "arena.h"
 #include "c4_build.h"
+#include "clock.h"
 #include "daemon.h"
 #include "ingest.h"
 #include "log.h"
@@ -22,7 +23,8 @@
 struct c4d_main {
 	struct c4d *m;
 	struct ingest *ingest;
-	struct event *tick;
+	struct event *tick; /* analysis, a tenth past each boundary */
+	uint32_t interval_ms;
 	char http_bound[256];
 };
 
@@ -265,6 +267,9 @@ c4d_tick_cb(evutil_socket_t fd, short what, void *arg)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ingest_tick(cm->ingest,
 		    (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	if (dmn_tick_arm(cm->tick, cm->interval_ms,
+			 cm->interval_ms / CLOCK_TICK_MASTER_DIV, 0) < 0)
+		log_warnx("cannot arm the analysis tick");
 }
 
 static unsigned
@@ -279,7 +284,6 @@ c4d_start(struct dmn *d)
 	const struct c4d_conf *c = d->conf;
 	struct c4d_main *cm = calloc(1, sizeof(*cm));
 	struct ingest_params p;
-	struct timeval tv;
 
 	if (cm == NULL)
 		return -1;
@@ -297,14 +301,14 @@ c4d_start(struct dmn *d)
 	p.persist_n = (unsigned)c->detection.persist_n;
 	p.min_slowdown = c->detection.min_slowdown;
 	cm->ingest = ingest_new(c->job, &p, c4d_publish_cb, cm);
-	cm->tick = event_new(d->base, -1, EV_PERSIST, c4d_tick_cb, cm);
+	cm->tick = event_new(d->base, -1, 0, c4d_tick_cb, cm);
 	if (cm->ingest == NULL || cm->tick == NULL)
 		return -1;
 	/* Events open at the last stop continue under their ids. */
 	c4d_each_open(cm->m, c4d_adopt_cb, cm);
-	tv.tv_sec = c->detection.interval / 1000;
-	tv.tv_usec = (c->detection.interval % 1000) * 1000;
-	return event_add(cm->tick, &tv);
+	cm->interval_ms = (uint32_t)c->detection.interval;
+	return dmn_tick_arm(cm->tick, cm->interval_ms,
+			    cm->interval_ms / CLOCK_TICK_MASTER_DIV, 1);
 }
 
 /* Reports the HTTP address next to server.listen (C4_LISTEN=). */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "c4_build.h"
+#include "lib/common/clock.h" /* header only: no lib/common code */
 #include "msg.h"
 
 #define C4CLIENT_RANKS_MAX    65536u /* ranks of one comm this process owns */
@@ -1292,4 +1293,13 @@ c4client_close(struct c4client *c)
 	free(c->token);
 	free(c->node);
 	free(c);
+}
+
+uint64_t
+c4client_next_boundary(uint64_t now_ns, uint32_t interval_ms, int first)
+{
+	uint64_t iv = (uint64_t)interval_ms * 1000000u;
+
+	return first ? clock_tick_first(now_ns, iv, 0)
+		     : clock_tick_next(now_ns, iv, 0);
 }

@@ -207,6 +207,16 @@ int c4client_deregister(struct c4client *c, uint64_t comm_hash);
 int c4client_report(struct c4client *c, const struct c4client_report *r);
 void c4client_stats(struct c4client *c, struct c4client_stats *out);
 /*
+ * When to close the next interval: the wall-clock time (CLOCK_REALTIME,
+ * ns) of the multiple of interval_ms after the one nearest to now_ns, or
+ * with first set the first multiple after now_ns.  c4a-agent sends its
+ * batch a twentieth of an interval after each multiple and c4d-master
+ * analyses a tenth after it, so a summary reported at the multiple is
+ * analysed within the same interval instead of one to three later.
+ */
+uint64_t c4client_next_boundary(uint64_t now_ns, uint32_t interval_ms,
+				int first);
+/*
  * Sends what is queued (for at most C4CLIENT_CLOSE_FLUSH_MS if the agent
  * is connected), says goodbye, stops the thread and frees everything.
  */
