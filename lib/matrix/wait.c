@@ -154,6 +154,26 @@ wait_own_sigma(const struct matrix *m, const struct crank *rs)
 }
 
 /*
+ * What a late member costs its communicator (log units): the part x of
+ * its gap beyond the usual, over the cycle of one op without it (the
+ * usual gap and the member's own kernel time, which is the transfer alone
+ * since it waits for nobody).  Everyone else waits that long, so this is
+ * the slowdown of the collectives, while x is that of the gap alone: a
+ * gap of microseconds between back-to-back collectives can grow by a
+ * fifth with a moment of host jitter and cost the job nothing.  Needs
+ * rs->lk (wait_medians).
+ */
+static float
+wait_cost(const struct crank *rs, float x)
+{
+	double g = rs->gs / (double)rs->gn;
+	double usual = g * exp(-(double)x);
+	double cycle = usual + exp((double)rs->lk);
+
+	return cycle > 0 ? (float)log1p((g - usual) / cycle) : 0.0f;
+}
+
+/*
  * Medians of log kernel time and log wait per step over the members that
  * reported this interval (*medw NAN when too few reported waits), taking
  * the members' logs on the way. Uses the second half of m->scratch,
@@ -187,8 +207,9 @@ wait_medians(struct matrix *m, struct comm *c, float *medk, float *medw)
 /*
  * Judge one communicator: medians of log gap, log kernel time and log wait
  * over the members that reported, each member's gap against the median
- * and its own baseline, a robust z over the members, and the wait-chain
- * confirmation (kernel time and wait not above the median).
+ * and its own baseline, a robust z over the members, the wait-chain
+ * confirmation (kernel time and wait not above the median) and the cost
+ * to the collectives (wait_cost) of at least min_slowdown.
  *
  * A communicator smaller than min_group (2 or 3 members: one GPU pair, a
  * small pipeline stage) has no spread over members to speak of. Its
@@ -258,6 +279,9 @@ wait_comm(struct matrix *m, struct comm *c)
 		if (hot && rs->lk > (small && !warm ? medk - m->lmin : medk))
 			hot = 0;
 		if (hot && !isnan(medw) && !isnan(rs->lw) && rs->lw > medw)
+			hot = 0;
+		/* and its lateness must cost the collectives min_slowdown */
+		if (hot && wait_cost(rs, x) < m->lmin)
 			hot = 0;
 		if (hot) {
 			if (wait_observe(m, c, r, x, z) < 0)

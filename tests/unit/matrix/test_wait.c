@@ -14,7 +14,9 @@
 #define WAIT_US 10000.0
 #define NOPS	8
 
-static uint32_t nr = NR; /* ranks of the job under test */
+static uint32_t nr = NR;	 /* ranks of the job under test */
+static double gap_us = GAP_US;	 /* each rank's usual gap */
+static double kern_us = KERN_US; /* and kernel time */
 
 /*
  * One interval of a 16-rank job: every rank computes GAP_US (jittered)
@@ -28,12 +30,12 @@ fill(struct fx *f, struct c4m_input *in, uint64_t iv, int slow,
      double gap_factor, double kern_factor, double wait_factor)
 {
 	uint32_t r;
-	double extra = slow >= 0 ? GAP_US * (gap_factor - 1.0) : 0;
+	double extra = slow >= 0 ? gap_us * (gap_factor - 1.0) : 0;
 
 	for (r = 0; r < nr; r++) {
 		struct c4m_coll *c = &f->coll[r];
 		struct c4m_wait *w = &f->wait[r];
-		double g = GAP_US * fx_jitter(f), k = KERN_US * fx_jitter(f);
+		double g = gap_us * fx_jitter(f), k = kern_us * fx_jitter(f);
 		double wt = WAIT_US * fx_jitter(f);
 
 		if ((int)r == slow) {
@@ -126,6 +128,26 @@ START_TEST(test_no_fault)
 END_TEST
 
 /*
+ * Back-to-back collectives leave a gap of microseconds: a quarter more of
+ * it is host jitter that costs the job under 1 %, not a slow rank; a gap
+ * three times as long costs 6.5 %, more than min_slowdown.
+ */
+START_TEST(test_short_gap_jitter_costs_nothing)
+{
+	struct c4m_event e;
+
+	gap_us = 5000.0;
+	kern_us = 150000.0;
+	ck_assert_uint_eq(run(5, 1.25, 1.0, 1.0, &e), 0);
+	ck_assert_uint_eq(run(5, 3.0, 1.0, 1.0, &e), 1);
+	ck_assert_uint_eq(e.kind, C4M_EV_NONCOMM_SLOW);
+	ck_assert_uint_eq(e.suspects[0].rank, 5);
+	gap_us = GAP_US;
+	kern_us = KERN_US;
+}
+END_TEST
+
+/*
  * Two- and three-rank communicators have no spread over members: their
  * members are judged on their own history (warm by interval 8).
  */
@@ -154,6 +176,7 @@ wait_suite(void)
 	tcase_add_test(tc, test_slow_rank);
 	tcase_add_test(tc, test_long_gap_but_waits);
 	tcase_add_test(tc, test_no_fault);
+	tcase_add_test(tc, test_short_gap_jitter_costs_nothing);
 	tcase_add_loop_test(tc, test_small_comm_slow_rank, 2, 4);
 	suite_add_tcase(s, tc);
 	return s;
