@@ -325,9 +325,22 @@ def launch(a):
             res["pass"] = (not named and poll.first_open is None) \
                 if poll.have_events_cmd is not None else None
         elif poll.have_events_cmd:
+            # The acceptance bounds, from the fault: a slow rank within 3
+            # intervals, a hang within hang_timeout + 2 s, by an event of
+            # the scenario's kind.
+            want = {"slow": "noncomm_slow", "hang": "noncomm_hang"}.get(
+                a.scenario)
+            bound = {"slow": 3 * a.interval_s,
+                     "hang": a.hang_timeout_s + 2.0}.get(a.scenario)
+            if want:
+                hit = [e for e in hit if e["kind"] == want]
             res["pass"] = bool(hit)
             if hit:
                 res["first_naming_event_s"] = hit[0]["t_rel"]
+            if hit and bound is not None and t_fault is not None:
+                res["bound_s"] = bound
+                res["in_bound"] = hit[0]["t_rel"] <= bound
+                res["pass"] = res["in_bound"]
         else:
             res["pass"] = None  # no events command: judge from the logs
         if any(c != 0 for c in codes):
@@ -358,6 +371,10 @@ def main():
                     help="healthy run whose fault is outside (tc)")
     ap.add_argument("--slow-frac", type=float, default=0.2)
     ap.add_argument("--hang-for", type=float, default=10.0)
+    ap.add_argument("--interval-s", type=float, default=1.0,
+                    help="detection interval, for the slow bound")
+    ap.add_argument("--hang-timeout-s", type=float, default=2.0,
+                    help="the master's hang_timeout, for the hang bound")
     ap.add_argument("--fault-after", type=float, default=5.0)
     ap.add_argument("--slow-after", type=float, default=8.0,
                     help="seconds of healthy steps before the slow rank lags")
