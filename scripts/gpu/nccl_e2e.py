@@ -315,7 +315,15 @@ def launch(a):
         named = []
         for t, key in poll.events:
             ev = json.loads(key)
+            t_poll = t
+            # When the master opened it (its first_seen_ns, this host's
+            # clock), not when the poller (every 0.5 s) saw it.
+            seen = ev.get("first_seen_ns") if isinstance(ev, dict) else None
+            if isinstance(seen, int) and seen > 0:
+                t = seen / 1e9
             named.append({"t_rel": round(t - (t_fault or t_launch), 2),
+                          "polled_rel": round(
+                              t_poll - (t_fault or t_launch), 2),
                           "ranks": sorted(ranks_named(ev)),
                           "kind": ev.get("kind") if isinstance(ev, dict)
                           else None})
