@@ -177,8 +177,25 @@ bt_start(struct bt *b)
 	return -1;
 }
 
+/* On failure the master's log goes to stderr before it is removed. */
 static void
-bt_stop(struct bt *b)
+bt_dump_log(const struct bt *b)
+{
+	char path[PATH_MAX], line[1024];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/c4p-master.log", b->dir);
+	fp = fopen(path, "r");
+	if (fp == NULL)
+		return;
+	fprintf(stderr, "--- %s\n", path);
+	while (fgets(line, sizeof(line), fp) != NULL)
+		fputs(line, stderr);
+	fclose(fp);
+}
+
+static void
+bt_stop(struct bt *b, int failed)
 {
 	static const char *const files[] = {
 		"fabric.yaml",	 "c4p-master.yaml",   "c4p-master.log",
@@ -190,9 +207,13 @@ bt_stop(struct bt *b)
 
 		kill(b->pid, SIGTERM);
 		waitpid(b->pid, &st, 0);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			fprintf(stderr, "c4p-master: exit status %d\n", st);
+			failed = 1;
+		}
 	}
+	if (failed)
+		bt_dump_log(b);
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", b->dir, files[i]);
 		unlink(path);
@@ -359,8 +380,10 @@ main(int argc, char **argv)
 			lat[i] = (bt_now() - s) * 1e6;
 			/* keep every request new: release each full pass */
 			if ((i + 1) % one.n == 0 &&
-			    c4p_client_release(&c, NULL) < 0)
+			    c4p_client_release(&c, NULL) < 0) {
+				fprintf(stderr, "single: release: %s\n", c.err);
 				goto out_c;
+			}
 		}
 		printf("metric tcp_single_req_per_s %.0f req/s\n",
 		       b.single / (bt_now() - t0));
@@ -380,8 +403,10 @@ main(int argc, char **argv)
 		hb.has_nonce = 1;
 		hb.nonce = i + 1;
 		env = cli_call(&c.cli, C4__MSG_TYPE__MSG_HEARTBEAT, &hb);
-		if (env == NULL)
+		if (env == NULL) {
+			fprintf(stderr, "heartbeat %u: no answer\n", i);
 			goto out_c;
+		}
 		msg_free(env);
 		lat[i] = (bt_now() - s) * 1e6;
 	}
@@ -393,7 +418,7 @@ main(int argc, char **argv)
 out_c:
 	c4p_client_close(&c);
 out:
-	bt_stop(&b);
+	bt_stop(&b, rc != 0);
 	bt_job_free(&job);
 	bt_job_free(&one);
 	free(ports);

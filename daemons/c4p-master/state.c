@@ -158,6 +158,7 @@ struct state {
 	pthread_t thr, ckpt_thr;
 	bool ckpt_started, sync_full;
 	int wal_frames;		/* the WAL's length after the last commit */
+	int wal_max;		/* STATE_WAL_MAX_FRAMES, or the test's */
 	pthread_cond_t ckpt_cv; /* under mu, with stop */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -450,7 +451,7 @@ state_write(struct state *s, struct state_op *batch, bool on_loop)
 		last = op->seq;
 		state_op_free(op);
 	}
-	valve = ok && s->wal_frames >= STATE_WAL_MAX_FRAMES;
+	valve = ok && s->wal_frames >= s->wal_max;
 	pthread_mutex_lock(&s->mu);
 	if (ok) {
 		s->committed = last;
@@ -465,11 +466,11 @@ state_write(struct state *s, struct state_op *batch, bool on_loop)
 	} else {
 		s->failed = true;
 	}
-	if (valve && on_loop) {
+	if (valve && on_loop)
 		s->valve = true;
-		if (s->sleeping)
-			pthread_cond_signal(&s->cv);
-	}
+	/* the writer may wait for the connection the loop now lets go */
+	if (on_loop && s->sleeping && (s->valve || s->head != NULL))
+		pthread_cond_signal(&s->cv);
 	s->writing = valve && !on_loop;
 	pthread_mutex_unlock(&s->mu);
 	return valve && !on_loop;
@@ -491,7 +492,12 @@ state_main(void *arg)
 
 		state_spin(s, state_has_work);
 		pthread_mutex_lock(&s->mu);
-		while (s->head == NULL && !s->valve && !s->stop) {
+		/*
+		 * Nothing to do, or the loop holds the connection: it signals
+		 * when it lets go with a checkpoint asked for.
+		 */
+		while ((s->head == NULL && !s->valve && !s->stop) ||
+		       (s->writing && !s->stop)) {
 			s->sleeping = true;
 			pthread_cond_wait(&s->cv, &s->mu);
 			s->sleeping = false;
@@ -607,7 +613,7 @@ state_wal_valve(struct state *s)
 {
 	bool idle;
 
-	if (s->wal_frames < STATE_WAL_MAX_FRAMES)
+	if (s->wal_frames < s->wal_max)
 		return;
 	pthread_mutex_lock(&s->mu);
 	idle = s->head == NULL;
@@ -679,7 +685,8 @@ state_commit_inline(struct state *s)
 	if (batch == NULL)
 		return false;
 	pthread_mutex_lock(&s->mu);
-	idle = s->head == NULL && !s->writing && !s->failed;
+	/* a checkpoint asked of the writer (valve) takes the connection next */
+	idle = s->head == NULL && !s->writing && !s->valve && !s->failed;
 	if (idle)
 		s->writing = true;
 	pthread_mutex_unlock(&s->mu);
@@ -789,6 +796,14 @@ state_open(const char *dir, bool sync_full, struct event_base *base,
 	s->cb_arg = arg;
 	path = s->path;
 	snprintf(s->path, sizeof(s->path), "%s/%s", dir, C4P_DB_NAME);
+	/* Tests make the writer's checkpoint frequent (docs/c4p.md 7.3). */
+	s->wal_max = STATE_WAL_MAX_FRAMES;
+	if (getenv("C4P_TEST_WAL_MAX_FRAMES") != NULL) {
+		long v = strtol(getenv("C4P_TEST_WAL_MAX_FRAMES"), NULL, 10);
+
+		if (v >= 1 && v <= STATE_WAL_MAX_FRAMES)
+			s->wal_max = (int)v;
+	}
 	if (sqlite3_open_v2(path, &s->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 				    SQLITE_OPEN_NOMUTEX,

@@ -10,6 +10,7 @@
  * every position, and /metrics and /healthz fetched over real HTTP.
  */
 #include <check.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +20,15 @@
 #include "c4p_client.h"
 #include "harness.h"
 
-#define OPS_TOKEN   "operator-token-0001"
-#define CCL_TOKEN   "ccl-token-any-job-01"
-#define TIMEOUT_MS  10000
-#define STREAM_N    40 /* requests sent before the kill */
-#define STREAM_QPS  8
-#define STORE_LONE  5  /* lone requests, one round trip each */
-#define STORE_BATCH 40 /* requests in one PathRequestBatch */
+#define OPS_TOKEN	    "operator-token-0001"
+#define CCL_TOKEN	    "ccl-token-any-job-01"
+#define TIMEOUT_MS	    10000
+#define STREAM_N	    40 /* requests sent before the kill */
+#define STREAM_QPS	    8
+#define STORE_LONE	    5	/* lone requests, one round trip each */
+#define STORE_BATCH	    40	/* requests in one PathRequestBatch */
+#define STORE_VALVE_LONE    500 /* lone requests per client, tiny WAL */
+#define STORE_VALVE_CLIENTS 4
 
 /* The master on the paper's testbed, state in dir (NULL: its own). */
 static void
@@ -481,6 +484,83 @@ START_TEST(test_store_inline_and_writer_commits)
 }
 END_TEST
 
+/*
+ * The writer's checkpoint (when the WAL is long) and the loop's own
+ * commits use the store's one connection in turn.  A checkpoint the loop
+ * asked for used to start while the loop was already committing its next
+ * lone request, and SQLite's file went corrupt ("database disk image is
+ * malformed") on a 64-core host.  With a WAL of a few frames the writer
+ * checkpoints after nearly every commit; every request must be answered
+ * and back after kill -9.
+ */
+struct valve_client {
+	const struct th_daemon *d;
+	int first, failed;
+	char err[640];
+};
+
+/* One of the clients: lone requests, one after another (no asserts). */
+static void *
+valve_client_main(void *arg)
+{
+	struct valve_client *v = arg;
+	struct c4p_client_port p[STREAM_QPS];
+	struct c4p_client c;
+
+	if (c4p_client_connect(&c, v->d->tcp, CCL_TOKEN, "job-v",
+			       C4__ROLE__ROLE_CCL_CLIENT, TIMEOUT_MS) != 0) {
+		v->failed = 1;
+		snprintf(v->err, sizeof(v->err), "connect: %s", c.err);
+		return NULL;
+	}
+	for (int i = 0; i < STORE_VALVE_LONE && !v->failed; i++) {
+		struct c4p_client_req r;
+		char id[32], s[32], dd[32];
+
+		stream_req(&r, id, sizeof(id), s, dd, sizeof(s), v->first + i);
+		if (c4p_client_request(&c, &r, 1, p, NULL) != 0) {
+			v->failed = 1;
+			snprintf(v->err, sizeof(v->err), "%d: %s", v->first + i,
+				 c.err);
+		}
+	}
+	c4p_client_close(&c);
+	return NULL;
+}
+
+START_TEST(test_store_checkpoint_while_loop_commits)
+{
+	char dir[] = "/tmp/c4p-valve-XXXXXX", conf[2048];
+	struct valve_client v[STORE_VALVE_CLIENTS];
+	pthread_t t[STORE_VALVE_CLIENTS];
+	struct th_daemon d;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	conf_text(conf, sizeof(conf), dir);
+	ck_assert_int_eq(setenv("C4P_TEST_WAL_MAX_FRAMES", "2", 1), 0);
+	ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
+	/* several clients: the loop has a commit of its own at once */
+	for (int k = 0; k < STORE_VALVE_CLIENTS; k++) {
+		v[k] = (struct valve_client){&d, k * STORE_VALVE_LONE, 0, ""};
+		ck_assert_int_eq(
+			pthread_create(&t[k], NULL, valve_client_main, &v[k]),
+			0);
+	}
+	for (int k = 0; k < STORE_VALVE_CLIENTS; k++) {
+		ck_assert_int_eq(pthread_join(t[k], NULL), 0);
+		ck_assert_msg(!v[k].failed, "client %d: %s", k, v[k].err);
+	}
+	ck_assert_int_ge(counter(&d, "store_inline_commits"), 1);
+	ck_assert_int_eq(th_kill(&d), 0);
+	ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
+	ck_assert_int_eq(counter(&d, "alloc_qps"),
+			 STORE_VALVE_CLIENTS * STORE_VALVE_LONE * STREAM_QPS);
+	ck_assert_int_eq(th_stop(&d), 0);
+	ck_assert_int_eq(unsetenv("C4P_TEST_WAL_MAX_FRAMES"), 0);
+	store_remove(dir);
+}
+END_TEST
+
 /* ProbeResult goes into the catalog and the store; QpLoadUpdate counted. */
 START_TEST(test_probe_result_and_qp_load)
 {
@@ -715,6 +795,7 @@ c4p_suite(void)
 	tcase_add_test(tc, test_link_down_reassigns_holder);
 	tcase_add_test(tc, test_kill9_restart_recovers);
 	tcase_add_test(tc, test_store_inline_and_writer_commits);
+	tcase_add_test(tc, test_store_checkpoint_while_loop_commits);
 	tcase_add_test(tc, test_probe_result_and_qp_load);
 	tcase_add_test(tc, test_bad_topology_positions);
 	tcase_add_test(tc, test_metrics_over_http);
