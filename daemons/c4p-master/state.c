@@ -34,11 +34,13 @@
  *    job or by lease (many rows), and with sync_full every operation (an
  *    fsync never runs on the loop).
  *
- * The one connection is used by one thread at a time: the writer marks it
- * taken (writing, under mu) in the same critical section in which it
- * empties the queue, and the loop commits only when, under mu, the queue
- * is empty and the writer holds no group.  Groups therefore commit in
- * sequence order, whoever writes them.
+ * The one connection (opened NOMUTEX: SQLite does not serialise it) is
+ * used by one thread at a time: the writer marks it taken (writing, under
+ * mu) in the same critical section in which it empties the queue, and
+ * waits while the loop holds it; the loop commits only when, under mu, the
+ * queue is empty, the writer holds no group and no checkpoint it asked
+ * for (valve) is pending.  Groups therefore commit in sequence order,
+ * whoever writes them, and never meet a checkpoint.
  *
  * Checkpoints never run inside a commit: a checkpointer thread on its own
  * connection copies the WAL back every STATE_CHECKPOINT_MS, and the writer
