@@ -150,6 +150,23 @@ sim_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/*
+ * Milliseconds of CLOCK_MONOTONIC at which the next wall-clock multiple
+ * of the interval falls (c4client_next_boundary): the job reports at the
+ * boundaries, just before the agents send (docs/design.md).
+ */
+static uint64_t
+sim_next_boundary_ms(uint32_t interval_ms, int first)
+{
+	struct timespec ts;
+	uint64_t rt, at;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	rt = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	at = c4client_next_boundary(rt, interval_ms, first);
+	return sim_now_ms() + (at > rt ? (at - rt) / 1000000u : 0);
+}
+
 static void
 sim_sleep_until(uint64_t t)
 {
@@ -834,7 +851,6 @@ main(int argc, char **argv)
 	struct sim_buf *bufs = NULL;
 	uint32_t nmaps = 0;
 	char self[PATH_MAX];
-	uint64_t next;
 	int rc = 1;
 
 	if (argc > 1 &&
@@ -971,7 +987,7 @@ main(int argc, char **argv)
 	printf("c4sim: injecting ");
 	sim_truth(&m, stdout);
 	fflush(stdout);
-	next = sim_now_ms();
+	sim_sleep_until(sim_next_boundary_ms((uint32_t)m.c.interval, 1));
 	for (uint32_t iv = 0; iv < (uint32_t)m.c.intervals && !sim_stop; iv++) {
 		struct c4m_input in;
 
@@ -1013,8 +1029,8 @@ main(int argc, char **argv)
 		if (m.c.clear_at > 0 && iv == (uint32_t)m.c.clear_at)
 			printf("c4sim: interval %u: fault cleared\n", iv);
 		fflush(stdout);
-		next += (uint64_t)m.c.interval;
-		sim_sleep_until(next);
+		sim_sleep_until(
+			sim_next_boundary_ms((uint32_t)m.c.interval, 0));
 	}
 	rc = 0;
 out:
