@@ -57,6 +57,11 @@ dmn_tick_arm(struct event *ev, uint32_t interval_ms, uint32_t offset_ms,
 
 	tv.tv_sec = (time_t)(wait / 1000000u);
 	tv.tv_usec = (suseconds_t)(wait % 1000000u);
+	/*
+	 * libevent adds a timeout to the time it cached when the loop woke,
+	 * and a callback's own work since then would make the tick early.
+	 */
+	event_base_update_cache_time(event_get_base(ev));
 	return event_add(ev, &tv);
 }
 
