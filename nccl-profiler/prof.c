@@ -953,9 +953,10 @@ prof_stop(void *handle)
 	struct prof_rec r;
 	int func, algo, i;
 
+	/* With GPU timers the host time only dates the record. */
 	if (g.rec == NULL && c != NULL && kind == H_KIND_CHILD &&
 	    (ch = prof_child_get(c, payload)) != NULL &&
-	    ch->type == NCCL_EV_KERNEL_CH)
+	    ch->type == NCCL_EV_KERNEL_CH && ch->gpu_stop > ch->gpu_start)
 		now = prof_now_coarse();
 	else
 		now = prof_now();
@@ -1303,8 +1304,9 @@ agg_settle(struct prof_comm *c, uint64_t now)
 		s = a->last_entered - PROF_INFLIGHT;
 	for (; s <= a->last_entered; s++) {
 		f = &a->flight[s % PROF_INFLIGHT];
+		/* t_last may be after now: read before the last drain */
 		if (f->seq != s || f->kdone == 0 ||
-		    now - f->t_last < PROF_KCH_SETTLE_NS)
+		    now < f->t_last + PROF_KCH_SETTLE_NS)
 			continue;
 		agg_flight_done(c, f, f->t_last);
 	}
@@ -1705,15 +1707,24 @@ prof_tick(int report)
 static void *
 prof_thread(void *arg)
 {
-	struct timespec ts = {0, PROF_DRAIN_MS * 1000000L};
-	uint64_t next =
-		c4client_next_boundary(prof_realtime(), g.cfg.interval_ms, 1);
-	uint64_t now;
+	const uint64_t drain = PROF_DRAIN_MS * 1000000ull;
+	const uint64_t iv = (uint64_t)g.cfg.interval_ms * 1000000ull;
+	uint64_t now = prof_realtime(), wait;
+	uint64_t next = c4client_next_boundary(now, g.cfg.interval_ms, 1);
+	struct timespec ts;
 
 	(void)arg;
 	while (!atomic_load(&g.stop)) {
+		/* Drain every PROF_DRAIN_MS, and wake at the boundary. */
+		wait = next > now && next - now < drain ? next - now : drain;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)wait;
 		nanosleep(&ts, NULL);
 		now = prof_realtime();
+		/* The wall clock stepped back: aim at its next boundary. */
+		if (next > now + iv)
+			next = c4client_next_boundary(now, g.cfg.interval_ms,
+						      1);
 		if (now >= next) {
 			next = c4client_next_boundary(now, g.cfg.interval_ms,
 						      0);
