@@ -342,13 +342,20 @@ def launch(a):
                      "hang": a.hang_timeout_s + 2.0}.get(a.scenario)
             if want:
                 hit = [e for e in hit if e["kind"] == want]
-            res["pass"] = bool(hit)
+            # One opened before the fault is a false event, not a catch.
+            early = [e for e in hit if t_fault is not None
+                     and e["t_rel"] < 0]
+            hit = sorted((e for e in hit if e not in early),
+                         key=lambda e: e["t_rel"])
+            if early:
+                res["before_fault"] = early
+            res["pass"] = bool(hit) and not early
             if hit:
                 res["first_naming_event_s"] = hit[0]["t_rel"]
             if hit and bound is not None and t_fault is not None:
                 res["bound_s"] = bound
                 res["in_bound"] = hit[0]["t_rel"] <= bound
-                res["pass"] = res["in_bound"]
+                res["pass"] = res["in_bound"] and not early
         else:
             res["pass"] = None  # no events command: judge from the logs
         if any(c != 0 for c in codes):
