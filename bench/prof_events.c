@@ -19,15 +19,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/common/clock.h"
 #include "prof.h"
 
 static double
 bp_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double)clock_ns(CLOCK_MONOTONIC) * 1e-9;
 }
 
 /* One collective's callbacks; returns how many it made. */

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/common/clock.h" /* header only: no lib/common code */
 #include "pool.h"
 #include "ring.h"
 #include "sketch.h"
@@ -205,19 +206,13 @@ static _Thread_local uint32_t t_retry;
 static uint64_t
 prof_mono(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 static uint64_t
 prof_realtime(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_REALTIME);
 }
 
 uint64_t
@@ -236,12 +231,7 @@ prof_now(void)
 static uint64_t
 prof_now_coarse(void)
 {
-	struct timespec ts;
-
-	if (g.clock)
-		return g.clock();
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return g.clock ? g.clock() : clock_ns(CLOCK_MONOTONIC_COARSE);
 }
 
 void
@@ -901,14 +891,14 @@ prof_state(void *handle, int state, uint64_t trans_size, uint64_t ptimer)
 {
 	uint64_t kind, payload, now = 0;
 	struct prof_comm *c = prof_handle_comm(handle, &kind, &payload);
-	struct prof_child *ch;
+	struct prof_child *ch = c != NULL && kind == H_KIND_CHILD
+					? prof_child_get(c, payload)
+					: NULL;
 	int si;
 
 	/* Only proxy steps use the host time of a state. */
 	if (g.rec != NULL || g.clock ||
-	    (c != NULL && kind == H_KIND_CHILD &&
-	     (ch = prof_child_get(c, payload)) != NULL &&
-	     ch->type == NCCL_EV_PROXY_STEP))
+	    (ch != NULL && ch->type == NCCL_EV_PROXY_STEP))
 		now = prof_now();
 	if (g.rec != NULL)
 		prof_rec_line("R %llu %p %d %llu %llu\n",
@@ -917,7 +907,7 @@ prof_state(void *handle, int state, uint64_t trans_size, uint64_t ptimer)
 			      (unsigned long long)ptimer);
 	if (c == NULL)
 		return 0;
-	if (kind != H_KIND_CHILD || (ch = prof_child_get(c, payload)) == NULL) {
+	if (ch == NULL) {
 		if (kind != H_KIND_COLL)
 			atomic_fetch_add(&c->stale, 1);
 		return 0;
@@ -949,14 +939,15 @@ prof_stop(void *handle)
 {
 	uint64_t kind, payload, now, seq, t_start;
 	struct prof_comm *c = prof_handle_comm(handle, &kind, &payload);
-	struct prof_child *ch = NULL;
+	struct prof_child *ch = c != NULL && kind == H_KIND_CHILD
+					? prof_child_get(c, payload)
+					: NULL;
 	struct prof_rec r;
 	int func, algo, i;
 
 	/* With GPU timers the host time only dates the record. */
-	if (g.rec == NULL && c != NULL && kind == H_KIND_CHILD &&
-	    (ch = prof_child_get(c, payload)) != NULL &&
-	    ch->type == NCCL_EV_KERNEL_CH && ch->gpu_stop > ch->gpu_start)
+	if (g.rec == NULL && ch != NULL && ch->type == NCCL_EV_KERNEL_CH &&
+	    ch->gpu_stop > ch->gpu_start)
 		now = prof_now_coarse();
 	else
 		now = prof_now();
@@ -981,7 +972,7 @@ prof_stop(void *handle)
 		prof_push(&r);
 		return 0;
 	}
-	if (kind != H_KIND_CHILD || (ch = prof_child_get(c, payload)) == NULL) {
+	if (ch == NULL) {
 		atomic_fetch_add(&c->stale, 1);
 		return 0;
 	}

@@ -280,15 +280,6 @@ struct c4a_state {
 	uint64_t records_sent;
 };
 
-static uint64_t
-c4a_realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static struct c4a_job *
 c4a_job_find(struct c4a_state *st, const char *job)
 {
@@ -324,7 +315,7 @@ static void
 c4a_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct c4a_state *st = arg;
-	uint64_t now = c4a_realtime_ns();
+	uint64_t now = clock_ns(CLOCK_REALTIME);
 
 	(void)fd;
 	(void)what;
@@ -458,7 +449,7 @@ c4a_start(struct dmn *d)
 	d->state = st;
 	st->d = d;
 	st->interval_ms = (uint32_t)c->interval;
-	st->interval_start_ns = c4a_realtime_ns();
+	st->interval_start_ns = clock_ns(CLOCK_REALTIME);
 	/* Names of masters resolve without blocking the loop. */
 	st->dns = evdns_base_new(d->base,
 				 EVDNS_BASE_INITIALIZE_NAMESERVERS |

@@ -260,13 +260,10 @@ static void
 c4d_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct c4d_main *cm = arg;
-	struct timespec ts;
 
 	(void)fd;
 	(void)what;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ingest_tick(cm->ingest,
-		    (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	ingest_tick(cm->ingest, clock_ns(CLOCK_REALTIME));
 	if (dmn_tick_arm(cm->tick, cm->interval_ms,
 			 cm->interval_ms / CLOCK_TICK_MASTER_DIV, 0) < 0)
 		log_warnx("cannot arm the analysis tick");

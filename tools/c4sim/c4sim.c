@@ -31,6 +31,7 @@
 #include "c4client.h"
 #include "c4scenario.h"
 #include "cfg.h"
+#include "clock.h"
 #include "sketch.h"
 #include "vec.h"
 
@@ -158,12 +159,9 @@ sim_now_ms(void)
 static uint64_t
 sim_next_boundary_ms(uint32_t interval_ms, int first)
 {
-	struct timespec ts;
-	uint64_t rt, at;
+	uint64_t rt = clock_ns(CLOCK_REALTIME);
+	uint64_t at = c4client_next_boundary(rt, interval_ms, first);
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	rt = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	at = c4client_next_boundary(rt, interval_ms, first);
 	return sim_now_ms() + (at > rt ? (at - rt) / 1000000u : 0);
 }
 
