@@ -8,6 +8,15 @@ configuration, alternating off/on so that drift hits both alike.  The
 median over rounds is reported.  stdout carries only
 'metric <name> <value> <unit>' lines; progress goes to stderr.
 
+Each worker times two loops of back-to-back all-reduces:
+  nccl_allreduce_*   ncclAllReduce called directly (through ctypes, on
+                     the libnccl that PyTorch loaded), as nccl-tests'
+                     all_reduce_perf does: what NCCL itself delivers;
+  torch_allreduce_*  torch.distributed.all_reduce: what a PyTorch job
+                     sees.  Below about 1 MB this loop is bound by
+                     Python's cost per call (about 20 us), so any host
+                     time the plugin adds shows in full.
+
 The plugin runs as in production (Coll, KernelCh, ProxyOp, ProxyStep on,
 C4_JOB_ID set) but with no agent behind C4_AGENT_SOCKET unless one is
 given: everything is measured and summarised; only the socket write,
@@ -15,6 +24,7 @@ on the client library's own thread, is missing.
 
 Environment: C4_NCCL_PLUGIN (default build-gpu/, then build-bench/),
 C4_BENCH_ROUNDS (3), C4_BENCH_NPROC (all GPUs), C4_AGENT_SOCKET,
+C4_BENCH_LOOPS ("nccl torch"),
 C4_BENCH_EVENTS: further plugin configurations to time in the same
 rounds, each a C4_PROFILER_EVENTS list ("none coll coll,kernel"); their
 figures come as ..._on_<list>_... metrics (commas become '+'), so that
@@ -22,6 +32,7 @@ the cost of each kind of event can be told apart.
 Targets (docs/nccl.md): <= 1 % bus bandwidth lost at >= 1 MB,
 <= 2 us added latency at 8 KB.
 """
+import ctypes
 import json
 import os
 import socket
@@ -41,19 +52,48 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-def worker(rank, world, port, out):
-    import torch
-    import torch.distributed as dist
+def load_nccl():
+    """The libnccl this process already runs (PyTorch's), else the
+    system's."""
+    path = None
+    with open("/proc/self/maps") as f:
+        for line in f:
+            f5 = line.split()
+            if len(f5) >= 6 and "/libnccl.so" in f5[5]:
+                path = f5[5]
+                break
+    lib = ctypes.CDLL(path or "libnccl.so.2")
+    p, i = ctypes.c_void_p, ctypes.c_int
+    lib.ncclGetUniqueId.argtypes = [p]
+    lib.ncclCommInitRank.argtypes = [p, i, NcclUniqueId, i]
+    lib.ncclAllReduce.argtypes = [p, p, ctypes.c_size_t, i, i, p, p]
+    lib.ncclCommDestroy.argtypes = [p]
+    for fn in (lib.ncclGetUniqueId, lib.ncclCommInitRank, lib.ncclAllReduce,
+               lib.ncclCommDestroy, lib.ncclGetVersion):
+        fn.restype = i
+    return lib, path or "libnccl.so.2"
 
-    torch.cuda.set_device(rank)
-    dev = torch.device("cuda", rank)
-    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:%d" % port,
-                            rank=rank, world_size=world, device_id=dev)
+
+class NcclUniqueId(ctypes.Structure):
+    _fields_ = [("internal", ctypes.c_uint8 * 128)]
+
+
+NCCL_FLOAT32, NCCL_SUM = 7, 0
+
+
+def nccl_check(rc, what):
+    if rc != 0:
+        raise RuntimeError("%s: ncclResult %d" % (what, rc))
+
+
+def time_loops(torch, dist, dev, world, run_ops):
+    """run_ops(nbytes, x, iters) issues iters all-reduces of x on the
+    current stream; returns {size: {lat_us, busbw_gbs}}, each the median
+    of REPS timed loops of the slowest rank."""
     res = {}
     for nbytes, name, iters in SIZES:
         x = torch.zeros(nbytes // 4, device=dev)
-        for _ in range(max(5, iters // 10)):
-            dist.all_reduce(x)
+        run_ops(x, max(5, iters // 10))
         ts = []
         for _ in range(REPS):
             torch.cuda.synchronize()
@@ -61,8 +101,7 @@ def worker(rank, world, port, out):
             b, e = torch.cuda.Event(enable_timing=True), \
                 torch.cuda.Event(enable_timing=True)
             b.record()
-            for _ in range(iters):
-                dist.all_reduce(x)
+            run_ops(x, iters)
             e.record()
             torch.cuda.synchronize()
             t = b.elapsed_time(e) / 1000.0 / iters  # s per op
@@ -73,6 +112,52 @@ def worker(rank, world, port, out):
         res[name] = {"lat_us": t * 1e6,
                      "busbw_gbs": nbytes / t * 2 * (world - 1) / world / 1e9}
         del x
+    return res
+
+
+def worker(rank, world, port, out, loops):
+    import torch
+    import torch.distributed as dist
+
+    torch.cuda.set_device(rank)
+    dev = torch.device("cuda", rank)
+    store = dist.TCPStore("127.0.0.1", port, world, rank == 0)
+    dist.init_process_group("nccl", store=store, rank=rank, world_size=world,
+                            device_id=dev)
+    res = {}
+    if "torch" in loops:
+        def torch_ops(x, n):
+            for _ in range(n):
+                dist.all_reduce(x)
+        res["torch"] = time_loops(torch, dist, dev, world, torch_ops)
+    if "nccl" in loops:
+        lib, path = load_nccl()
+        uid = NcclUniqueId()
+        if rank == 0:
+            nccl_check(lib.ncclGetUniqueId(ctypes.byref(uid)),
+                       "ncclGetUniqueId")
+            store.set("c4-bench-nccl-id", bytes(uid.internal))
+        else:
+            ctypes.memmove(ctypes.addressof(uid),
+                           store.get("c4-bench-nccl-id"), 128)
+        comm = ctypes.c_void_p()
+        nccl_check(lib.ncclCommInitRank(ctypes.byref(comm), world, uid, rank),
+                   "ncclCommInitRank")
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        ar = lib.ncclAllReduce
+
+        def nccl_ops(x, n):
+            p, cnt = x.data_ptr(), x.numel()
+            for _ in range(n):
+                if ar(p, p, cnt, NCCL_FLOAT32, NCCL_SUM, comm, stream):
+                    raise RuntimeError("ncclAllReduce failed")
+        res["nccl"] = time_loops(torch, dist, dev, world, nccl_ops)
+        if rank == 0:
+            v = ctypes.c_int()
+            lib.ncclGetVersion(ctypes.byref(v))
+            res["nccl_lib"] = "%s (%d)" % (path, v.value)
+        torch.cuda.synchronize()
+        lib.ncclCommDestroy(comm)
     if rank == 0:
         with open(out, "w") as f:
             json.dump(res, f)
@@ -87,7 +172,7 @@ def free_port():
     return p
 
 
-def run_config(nproc, plugin, tmp, tag, events=None):
+def run_config(nproc, plugin, tmp, tag, loops, events=None):
     out = os.path.join(tmp, tag + ".json")
     env = dict(os.environ)
     for k in ("NCCL_PROFILER_PLUGIN", "C4_PROFILER_RECORD",
@@ -104,7 +189,8 @@ def run_config(nproc, plugin, tmp, tag, events=None):
             env["LD_LIBRARY_PATH"] = lib + ":" + env.get("LD_LIBRARY_PATH", "")
     port = free_port()
     ps = [subprocess.Popen([sys.executable, os.path.abspath(__file__),
-                            "worker", str(r), str(nproc), str(port), out],
+                            "worker", str(r), str(nproc), str(port), out,
+                            ",".join(loops)],
                            env=env, stdout=sys.stderr, stderr=sys.stderr)
           for r in range(nproc)]
     codes = [p.wait(timeout=600) for p in ps]
@@ -123,7 +209,7 @@ def median(v):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "worker":
         worker(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]),
-               sys.argv[5])
+               sys.argv[5], sys.argv[6].split(","))
         return 0
     try:
         import torch
@@ -151,6 +237,10 @@ def main():
     extra = os.environ.get("C4_BENCH_EVENTS", "").split()
     cfgs = ["off", "on"] + ["on_" + e.replace(",", "+") for e in extra]
     events = dict(zip(cfgs[2:], extra))
+    loops = os.environ.get("C4_BENCH_LOOPS", "nccl torch").split()
+    if not loops or any(lp not in ("nccl", "torch") for lp in loops):
+        log("nccl-overhead: C4_BENCH_LOOPS takes nccl and/or torch")
+        return 1
     res = {c: [] for c in cfgs}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
@@ -159,25 +249,28 @@ def main():
             for cfg in order:
                 res[cfg].append(run_config(nproc, plugin if cfg != "off"
                                            else None, tmp, "%s%d" % (cfg, r),
-                                           events.get(cfg)))
+                                           loops, events.get(cfg)))
                 log("round %d %s: %s" % (r, cfg, json.dumps(res[cfg][-1])))
+    if "nccl_lib" in res["off"][0]:
+        log("nccl-overhead: direct loop on %s" % res["off"][0]["nccl_lib"])
     print("metric nccl_overhead_gpus %d count" % nproc)
-    for _, name, _ in SIZES:
-        lat = {c: median([x[name]["lat_us"] for x in res[c]]) for c in res}
-        bw = {c: median([x[name]["busbw_gbs"] for x in res[c]]) for c in res}
-        print("metric nccl_allreduce_%s_lat_off %.2f us" % (name, lat["off"]))
-        print("metric nccl_allreduce_%s_busbw_off %.2f GB/s" % (name,
-                                                              bw["off"]))
-        for c in cfgs[1:]:
-            print("metric nccl_allreduce_%s_lat_%s %.2f us"
-                  % (name, c, lat[c]))
-            print("metric nccl_allreduce_%s_lat_added%s %.2f us"
-                  % (name, c[2:], lat[c] - lat["off"]))
-            print("metric nccl_allreduce_%s_busbw_%s %.2f GB/s"
-                  % (name, c, bw[c]))
-            print("metric nccl_allreduce_%s_busbw_loss%s %.2f %%"
-                  % (name, c[2:], (bw["off"] - bw[c]) / bw["off"] * 100
-                     if bw["off"] > 0 else 0.0))
+    for lp in loops:
+        for _, name, _ in SIZES:
+            lat = {c: median([x[lp][name]["lat_us"] for x in res[c]])
+                   for c in res}
+            bw = {c: median([x[lp][name]["busbw_gbs"] for x in res[c]])
+                  for c in res}
+            m = "%s_allreduce_%s" % (lp, name)
+            print("metric %s_lat_off %.2f us" % (m, lat["off"]))
+            print("metric %s_busbw_off %.2f GB/s" % (m, bw["off"]))
+            for c in cfgs[1:]:
+                print("metric %s_lat_%s %.2f us" % (m, c, lat[c]))
+                print("metric %s_lat_added%s %.2f us"
+                      % (m, c[2:], lat[c] - lat["off"]))
+                print("metric %s_busbw_%s %.2f GB/s" % (m, c, bw[c]))
+                print("metric %s_busbw_loss%s %.2f %%"
+                      % (m, c[2:], (bw["off"] - bw[c]) / bw["off"] * 100
+                         if bw["off"] > 0 else 0.0))
     sys.stdout.flush()
     return 0
 
