@@ -26,9 +26,10 @@ Environment: C4_NCCL_PLUGIN (default build-gpu/, then build-bench/),
 C4_BENCH_ROUNDS (3), C4_BENCH_NPROC (all GPUs), C4_AGENT_SOCKET,
 C4_BENCH_LOOPS ("nccl torch"),
 C4_BENCH_EVENTS: further plugin configurations to time in the same
-rounds, each a C4_PROFILER_EVENTS list ("none coll coll,kernel"); their
-figures come as ..._on_<list>_... metrics (commas become '+'), so that
-the cost of each kind of event can be told apart.
+rounds, each a C4_PROFILER_EVENTS list ("none coll coll,kernel") or
+"sample=N" (the default events with C4_PROFILER_KERNEL_SAMPLE=N); their
+figures come as ..._on_<list>_... metrics (commas become '+', '=' goes),
+so that the cost of each kind of event can be told apart.
 Targets (docs/nccl.md): <= 1 % bus bandwidth lost at >= 1 MB,
 <= 2 us added latency at 8 KB.
 """
@@ -176,9 +177,11 @@ def run_config(nproc, plugin, tmp, tag, loops, events=None):
     out = os.path.join(tmp, tag + ".json")
     env = dict(os.environ)
     for k in ("NCCL_PROFILER_PLUGIN", "C4_PROFILER_RECORD",
-              "C4_PROFILER_EVENTS"):
+              "C4_PROFILER_EVENTS", "C4_PROFILER_KERNEL_SAMPLE"):
         env.pop(k, None)
-    if events:
+    if events and events.startswith("sample="):
+        env["C4_PROFILER_KERNEL_SAMPLE"] = events.split("=", 1)[1]
+    elif events:
         env["C4_PROFILER_EVENTS"] = events
     if plugin:
         env["NCCL_PROFILER_PLUGIN"] = plugin
@@ -235,7 +238,8 @@ def main():
     log("nccl-overhead: %d GPUs, %d rounds, plugin %s" % (nproc, rounds,
                                                           plugin))
     extra = os.environ.get("C4_BENCH_EVENTS", "").split()
-    cfgs = ["off", "on"] + ["on_" + e.replace(",", "+") for e in extra]
+    cfgs = ["off", "on"] + ["on_" + e.replace(",", "+").replace("=", "")
+                            for e in extra]
     events = dict(zip(cfgs[2:], extra))
     loops = os.environ.get("C4_BENCH_LOOPS", "nccl torch").split()
     if not loops or any(lp not in ("nccl", "torch") for lp in loops):

@@ -119,6 +119,7 @@ plugin_acquire(void)
 			"default events\n",
 			err);
 	cfg.detail_file = getenv("C4_PROFILER_DETAIL_FILE");
+	cfg.kernel_sample = plugin_env_u32("C4_PROFILER_KERNEL_SAMPLE", 0);
 	cfg.stats = plugin_env_u32("C4_PROFILER_STATS", 0) != 0;
 	if (rp != NULL && *rp != '\0') {
 		plugin_expand(rec, sizeof(rec), rp);

@@ -38,7 +38,10 @@
 #define H_PAYLOAD_MASK ((1ull << H_KIND_SHIFT) - 1)
 #define H_KIND_COLL    1ull
 #define H_KIND_CHILD   2ull
-#define H_IDX_BITS     20 /* POOL_CAP_MAX */
+#define H_KIND_API     3ull /* CollApi: payload H_API_* bits */
+#define H_API_KNOWN    2ull /* the group's kernel-channel choice is known */
+#define H_API_KCH      1ull /* ... and it has kernel-channel events */
+#define H_IDX_BITS     20   /* POOL_CAP_MAX */
 #define H_GEN_MASK     ((1ull << (H_KIND_SHIFT - H_IDX_BITS)) - 1)
 /* A kernel channel's stop comes microseconds after its siblings'. */
 #define PROF_KCH_SETTLE_NS (100ull * 1000 * 1000)
@@ -140,6 +143,7 @@ struct agg {
 	/* since the start */
 	uint64_t last_entered, last_completed, last_change, last_done_t;
 	uint64_t last_gpu_end; /* GPU timer at the end of the last kernel */
+	uint64_t last_gpu_seq; /* the op it ended (gaps need neighbours) */
 	int gpu_timers;	       /* kernels carry GPU timers: gaps from them */
 	int inflight_func;
 	uint64_t orphans;
@@ -181,6 +185,12 @@ static struct {
 	_Atomic uint64_t no_ring, events, ignored;
 	_Atomic int detail;
 	int base_mask; /* events asked for whatever the detail */
+	/* kernel-channel sampling (prof_ks_next); ks_rate 0: every call */
+	uint32_t ks_rate;	    /* sampled pairs per second wanted */
+	_Atomic uint32_t ks_p;	    /* chance a call starts a pair, /2^16 */
+	_Atomic int ks_pair;	    /* the next call ends a pair */
+	_Atomic uint64_t ks_groups; /* calls since the last report */
+	_Atomic uint64_t ks_rng;    /* xorshift state */
 	uint64_t (*clock)(void);
 	prof_sink_fn sink;
 	void *sink_arg;
@@ -542,6 +552,87 @@ prof_mask_value(void)
 	return g.base_mask | (atomic_load(&g.detail) ? PROF_MASK_DETAIL : 0);
 }
 
+/*
+ * Kernel-channel sampling (C4_PROFILER_KERNEL_SAMPLE).  With kernel-channel
+ * events on, NCCL adds a proxy operation per channel to every collective,
+ * which costs a 1 MB all-reduce on NVLink 10-40 %.  NCCL 2.28 copies its
+ * mask for every collective call (ncclProfilerStartGroupApiEvent, even
+ * inside a group) and then starts the call's CollApi event; so the plugin
+ * sets the kernel-channel bit there for the call after, and the bit NCCL
+ * just copied (the value before that change) travels as the CollApi
+ * handle to the Coll, whose parent that is.  Sampled calls come in pairs,
+ * so that the GPU's gap between two collectives is still measured; a call
+ * starts a pair with chance ks_p, set each interval from the call rate to
+ * give about ks_rate pairs a second.  Exact for a process that issues
+ * collectives from one thread.
+ */
+static uint64_t
+prof_ks_rand(void)
+{
+	uint64_t x = atomic_load_explicit(&g.ks_rng, memory_order_relaxed);
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	atomic_store_explicit(&g.ks_rng, x, memory_order_relaxed);
+	return x;
+}
+
+/* Whether the next call is to have kernel-channel events. */
+static int
+prof_ks_next(void)
+{
+	if (atomic_exchange(&g.ks_pair, 0))
+		return 1;
+	if ((prof_ks_rand() & 0xffff) <
+	    atomic_load_explicit(&g.ks_p, memory_order_relaxed)) {
+		atomic_store(&g.ks_pair, 1);
+		return 1;
+	}
+	return 0;
+}
+
+/* Once per interval: the chance that makes about ks_rate pairs a second. */
+static void
+prof_ks_adapt(void)
+{
+	uint64_t n = atomic_exchange(&g.ks_groups, 0);
+	double per_s = (double)n * 1000.0 / (double)g.cfg.interval_ms;
+	double p = per_s > g.ks_rate ? g.ks_rate / per_s : 1.0;
+
+	if (g.ks_rate == 0)
+		return;
+	atomic_store(&g.ks_p, (uint32_t)(p * 65536.0));
+}
+
+/* A CollApi event: choose for the next call, tell what this one has. */
+static void *
+prof_start_collapi(struct prof_comm *c)
+{
+	int prev;
+
+	atomic_fetch_add_explicit(&g.ks_groups, 1, memory_order_relaxed);
+	prev = prof_ks_next() ? __atomic_fetch_or(c->mask, NCCL_EV_KERNEL_CH,
+						  __ATOMIC_RELAXED)
+			      : __atomic_fetch_and(c->mask, ~NCCL_EV_KERNEL_CH,
+						   __ATOMIC_RELAXED);
+	return prof_handle(
+		c->slot, H_KIND_API,
+		H_API_KNOWN |
+			((prev & NCCL_EV_KERNEL_CH) != 0 ? H_API_KCH : 0));
+}
+
+/* The H_API_* bits of an API handle, or 0. */
+static uint64_t
+prof_api_bits(const void *h)
+{
+	uint64_t kind, payload;
+
+	if (prof_handle_comm(h, &kind, &payload) == NULL || kind != H_KIND_API)
+		return 0;
+	return payload & (H_API_KNOWN | H_API_KCH);
+}
+
 static void
 prof_agg_free(struct prof_comm *c)
 {
@@ -703,7 +794,7 @@ prof_rec_start(uint64_t now, const void *ctx, void *h,
 static void *
 prof_start_coll(struct prof_comm *c, const struct prof_descr *d, uint64_t now)
 {
-	uint64_t ctr = atomic_fetch_add(&c->coll_next, 1) + 1;
+	uint64_t ctr = atomic_fetch_add(&c->coll_next, 1) + 1, api;
 	struct prof_coll *s = &c->colls[ctr & (c->ncolls - 1)];
 	struct prof_rec r;
 	int *m = c->mask;
@@ -727,8 +818,12 @@ prof_start_coll(struct prof_comm *c, const struct prof_descr *d, uint64_t now)
 	r.t = now;
 	r.v[0] = d->bytes;
 	r.v[1] = g.clock ? now : prof_realtime();
-	r.v[2] = m == NULL || (__atomic_load_n(m, __ATOMIC_RELAXED) &
-			       NCCL_EV_KERNEL_CH) != 0;
+	api = prof_api_bits(d->parent);
+	if (api & H_API_KNOWN)
+		r.v[2] = (api & H_API_KCH) != 0;
+	else
+		r.v[2] = m == NULL || (__atomic_load_n(m, __ATOMIC_RELAXED) &
+				       NCCL_EV_KERNEL_CH) != 0;
 	prof_push(&r);
 	return prof_handle(c->slot, H_KIND_COLL, ctr);
 }
@@ -797,6 +892,13 @@ prof_start(void *ctx, void **handle, const struct prof_descr *d)
 	switch (d->type) {
 	case NCCL_EV_COLL:
 		h = prof_start_coll(c, d, now);
+		break;
+	case NCCL_EV_COLL_API:
+		if (g.ks_rate == 0 || c->mask == NULL) {
+			atomic_fetch_add(&c->ignored, 1);
+			break;
+		}
+		h = prof_start_collapi(c);
 		break;
 	case NCCL_EV_KERNEL_CH:
 		ch = prof_child_new(c, d->type, now, &h);
@@ -908,7 +1010,7 @@ prof_state(void *handle, int state, uint64_t trans_size, uint64_t ptimer)
 	if (c == NULL)
 		return 0;
 	if (ch == NULL) {
-		if (kind != H_KIND_COLL)
+		if (kind != H_KIND_COLL && kind != H_KIND_API)
 			atomic_fetch_add(&c->stale, 1);
 		return 0;
 	}
@@ -956,6 +1058,8 @@ prof_stop(void *handle)
 		prof_rec_line("E %llu %p\n", (unsigned long long)now, handle);
 	if (c == NULL)
 		return 0;
+	if (kind == H_KIND_API)
+		return 0; /* CollApi: nothing to record */
 	memset(&r, 0, sizeof(r));
 	r.comm = (uint16_t)c->slot;
 	r.t = now;
@@ -1064,10 +1168,12 @@ agg_flight_done(struct prof_comm *c, struct agg_flight *f, uint64_t t)
 		 * CPU enqueues far ahead of the GPU, so its own timestamps
 		 * say nothing about a rank that is late to a collective.
 		 */
-		if (a->last_gpu_end != 0 && f->gmin >= a->last_gpu_end)
+		if (a->last_gpu_end != 0 && a->last_gpu_seq + 1 == f->seq &&
+		    f->gmin >= a->last_gpu_end)
 			sketch_add(&a->ops[f->func].gap,
 				   f->gmin - a->last_gpu_end);
 		a->last_gpu_end = f->gmax;
+		a->last_gpu_seq = f->seq;
 		a->gpu_timers = 1;
 	}
 	agg_complete(c, f->seq, t);
@@ -1645,7 +1751,7 @@ static void
 prof_detail_poll(void)
 {
 	struct stat st;
-	int want, mask;
+	int want, on;
 	uint32_t i;
 	struct prof_comm *c;
 
@@ -1653,14 +1759,22 @@ prof_detail_poll(void)
 		want = stat(g.detail_file, &st) == 0;
 		atomic_store(&g.detail, want);
 	}
-	mask = prof_mask_value();
+	/* Only the detail bit: kernel channels may be sampled meanwhile. */
+	on = atomic_load(&g.detail);
 	for (i = 0; i < PROF_COMMS_MAX; i++) {
 		c = atomic_load(&g.comms[i]);
-		if (c != NULL && c->mask != NULL &&
-		    !atomic_load(&c->finalized) &&
-		    __atomic_load_n(c->mask, __ATOMIC_RELAXED) != mask)
-			__atomic_store_n(c->mask, mask, __ATOMIC_RELAXED);
+		if (c == NULL || c->mask == NULL || atomic_load(&c->finalized))
+			continue;
+		if (on && !(__atomic_load_n(c->mask, __ATOMIC_RELAXED) &
+			    PROF_MASK_DETAIL))
+			__atomic_fetch_or(c->mask, PROF_MASK_DETAIL,
+					  __ATOMIC_RELAXED);
+		else if (!on && (__atomic_load_n(c->mask, __ATOMIC_RELAXED) &
+				 PROF_MASK_DETAIL))
+			__atomic_fetch_and(c->mask, ~PROF_MASK_DETAIL,
+					   __ATOMIC_RELAXED);
 	}
+	prof_ks_adapt();
 }
 
 void
@@ -1823,6 +1937,11 @@ prof_open(const struct prof_config *cfg)
 	g.base_mask = cfg->base_mask == 0  ? PROF_MASK_BASE
 		      : cfg->base_mask < 0 ? 0
 					   : cfg->base_mask;
+	g.ks_rate = (g.base_mask & NCCL_EV_KERNEL_CH) ? cfg->kernel_sample : 0;
+	atomic_store(&g.ks_p, 65536u); /* every call until a rate is known */
+	atomic_store(&g.ks_pair, 0);
+	atomic_store(&g.ks_groups, 0);
+	atomic_store(&g.ks_rng, 0x9e3779b97f4a7c15ull);
 	g.stats = cfg->stats;
 	atomic_fetch_add(&g.epoch, 1);
 	atomic_store(&g.no_ring, 0);

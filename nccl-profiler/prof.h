@@ -88,6 +88,9 @@ struct prof_config {
 	const char *record_path; /* C4_PROFILER_RECORD */
 	int thread;		 /* 0: the caller drives prof_tick */
 	int stats;		 /* print the counters on stderr at close */
+	/* kernel-channel events for about this many pairs of collective
+	 * calls a second (NCCL 2.28+, ProfilerV5); 0: for every call */
+	uint32_t kernel_sample;
 };
 
 struct prof_counters {

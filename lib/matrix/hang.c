@@ -4,12 +4,13 @@
  *
  * A communicator is stalled when its highest completed op sequence has not
  * advanced for hang_timeout intervals while some member has entered an op
- * it has not completed. Members that never entered that op are the
- * non-communication suspects, unless they are explained: their host is
- * lost, or they are themselves blocked inside another communicator's op
- * (then that communicator carries the event). When every member entered,
- * the connections with chunks posted but no bytes moving are the
- * communication suspects. A host that sends nothing for node_timeout
+ * it has not completed, or (ops reported complete when enqueued) while
+ * some member has not entered the op the others entered. Members that never
+ * entered that op are the non-communication suspects, unless they are
+ * explained: their host is lost, or they are themselves blocked inside another
+ * communicator's op (then that communicator carries the event). When every
+ * member entered, the connections with chunks posted but no bytes moving are
+ * the communication suspects. A host that sends nothing for node_timeout
  * intervals is lost.
  */
 #include <string.h>
@@ -186,6 +187,23 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 }
 
 /*
+ * Did a member that reported this interval not enter op k?  Where a CCL
+ * reports an op complete when it is enqueued (no GPU completion: the NCCL
+ * plugin's unsampled collectives), every entered op reads as done, and
+ * only a member behind the others tells a hang from a quiet communicator.
+ */
+static int
+hang_behind(const struct matrix *m, const struct comm *c, uint64_t k)
+{
+	uint32_t r;
+
+	for (r = 0; r < c->nranks; r++)
+		if (c->rs[r].seen_iv == m->iv + 1 && c->rs[r].enter < k)
+			return 1;
+	return 0;
+}
+
+/*
  * Progress of comm ci: count intervals without completion; past
  * hang_timeout with an op entered and not completed, name the members
  * that did not enter it (unless explained by a lost host or a block in
@@ -215,7 +233,8 @@ hang_comm(struct matrix *m, uint32_t ci)
 		return 0;
 	}
 	c->stall++;
-	if (c->stall < m->p.hang_timeout || k <= c->done_max)
+	if (c->stall < m->p.hang_timeout ||
+	    (k <= c->done_max && !hang_behind(m, c, k)))
 		return 0;
 	for (r = 0; r < c->nranks; r++) {
 		const struct crank *rs = &c->rs[r];

@@ -13,7 +13,12 @@
 #define HANG  5 /* first stalled interval */
 #define STEPS 10
 
-enum scenario { NONCOMM, COMM, LOST, EXPLAINED };
+/*
+ * ENQUEUED: as NONCOMM, but the others report op k done as soon as they
+ * enter it (completion read at enqueue, as for the NCCL plugin's
+ * unsampled collectives); QUIET: the same reporting, everyone at op k.
+ */
+enum scenario { NONCOMM, COMM, LOST, EXPLAINED, ENQUEUED, QUIET };
 
 struct result {
 	unsigned opened[C4M_EV_COUNT];
@@ -66,14 +71,18 @@ run(enum scenario sc, struct result *res)
 		fx_fill(&f, &in, iv);
 		n = 0;
 		for (r = 0; r < NR; r++) {
-			uint64_t enter = done + (hung ? 1 : 0);
+			uint64_t enter = done + (hung ? 1 : 0), rdone = done;
 
 			if (sc == LOST && hung && r == 2)
 				continue;
 			if (hung && (sc == NONCOMM || sc == EXPLAINED) &&
 			    r == 3)
 				enter = done; /* never entered op k */
-			progress(&coll[n++], f.comm, r, done, enter,
+			if (hung && (sc == ENQUEUED || sc == QUIET))
+				rdone = enter; /* done when enqueued */
+			if (hung && (sc == ENQUEUED && r == 3))
+				enter = rdone = done;
+			progress(&coll[n++], f.comm, r, rdone, enter,
 				 hung ? 0 : STEPS);
 		}
 		for (r = 0; r < 4; r++) {
@@ -134,6 +143,29 @@ START_TEST(test_noncomm_hang)
 	/* named within hang_timeout intervals of the stall */
 	ck_assert_uint_le(r.open_iv[C4M_EV_NONCOMM_HANG],
 			  HANG + C4M_DEF_HANG_TIMEOUT - 1);
+}
+END_TEST
+
+/*
+ * Ops read as done when enqueued: the member that never entered op k is
+ * still named, a little later (the others' op k counts as progress once);
+ * a communicator where everyone stopped at the same op is quiet.
+ */
+START_TEST(test_enqueued_completion_hang_and_quiet)
+{
+	struct result r;
+
+	run(ENQUEUED, &r);
+	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 1);
+	ck_assert_uint_eq(r.opened[C4M_EV_COMM_HANG], 0);
+	ck_assert_uint_eq(r.first[C4M_EV_NONCOMM_HANG].suspects[0].rank, 3);
+	ck_assert_uint_eq(r.first[C4M_EV_NONCOMM_HANG].hang_seq,
+			  HANG * STEPS + 1);
+	ck_assert_uint_le(r.open_iv[C4M_EV_NONCOMM_HANG],
+			  HANG + C4M_DEF_HANG_TIMEOUT);
+	run(QUIET, &r);
+	for (unsigned k = 0; k < C4M_EV_COUNT; k++)
+		ck_assert_uint_eq(r.opened[k], 0);
 }
 END_TEST
 
@@ -240,6 +272,7 @@ hang_suite(void)
 
 	tcase_add_test(tc, test_noncomm_hang);
 	tcase_add_test(tc, test_comm_hang);
+	tcase_add_test(tc, test_enqueued_completion_hang_and_quiet);
 	tcase_add_test(tc, test_node_lost);
 	tcase_add_test(tc, test_retired_job_end_is_quiet);
 	tcase_add_test(tc, test_missing_but_blocked_elsewhere);

@@ -597,6 +597,95 @@ START_TEST(test_progress_of_a_stuck_op)
 }
 END_TEST
 
+/*
+ * Kernel-channel sampling (NCCL 2.28): each call's CollApi event sets
+ * NCCL's mask for the call after and hands the call's own choice (what
+ * NCCL copied, read here before the event as NCCL reads it) to its Coll.
+ * Every call is sampled until the first report (call 0 by the mask NCCL
+ * was given, then pairs from call 1); 1,000 calls a second and
+ * a rate of 1 pair a second then leave a chance of 1 in 1,000.  Sampled
+ * calls come in pairs and complete on their kernel channels, the others
+ * when enqueued; gaps are only measured between neighbours.
+ */
+START_TEST(test_kernel_sampling)
+{
+	struct seen s = {0};
+	struct prof_config cfg = {
+		.interval_ms = 1000, .detail = 1, .kernel_sample = 1};
+	struct prof_counters pc;
+	unsigned sampled2 = 0, pairs2 = 0, run = 0, single = 0;
+	int mask;
+	void *ctx;
+
+	prof_set_clock(fake_clock);
+	prof_set_sink(capture, &s);
+	ck_assert_int_eq(prof_open(&cfg), 0);
+	prof_init(&ctx, 9, &mask, NULL, 1, 2, 0);
+	for (unsigned i = 0; i < 4000; i++) {
+		int copied = (mask & NCCL_EV_KERNEL_CH) != 0;
+		struct prof_descr api = {.type = NCCL_EV_COLL_API};
+		struct prof_descr d = {.type = NCCL_EV_COLL,
+				       .func = C4CLIENT_ALLREDUCE,
+				       .bytes = 4096,
+				       .nchannels = 1};
+		struct prof_descr kd = {.type = NCCL_EV_KERNEL_CH,
+					.ptimer = 10000ull * (i + 1)};
+		void *a, *c, *k;
+
+		prof_start(ctx, &a, &api);
+		ck_assert_ptr_nonnull(a);
+		d.parent = a;
+		prof_start(ctx, &c, &d);
+		prof_stop(c);
+		prof_stop(a);
+		if (copied) {
+			kd.parent = c;
+			prof_start(ctx, &k, &kd);
+			prof_state(k, NCCL_ST_KERNEL_CH_STOP, 0,
+				   10000ull * (i + 1) + 5000);
+			prof_stop(k);
+		}
+		/* runs of sampled calls begun in the second phase */
+		if (copied) {
+			run++;
+		} else if (run > 0) {
+			if (i - run > 1000) {
+				single += run % 2;
+				pairs2 += run / 2;
+			}
+			run = 0;
+		}
+		if (i >= 1000)
+			sampled2 += copied;
+		if (i == 999) {
+			fake_now += 1000000000ull;
+			prof_tick(1);
+		}
+	}
+	fake_now += 1000000000ull;
+	prof_tick(1);
+	ck_assert_int_eq(s.n, 2);
+	/* first interval: every call sampled, every gap measured */
+	ck_assert_uint_eq(s.r[0].last_completed_iv, 1000);
+	ck_assert_uint_eq(s.r[0].op.kernel_n, 1000);
+	ck_assert_uint_eq(s.r[0].op.gap_n, 999);
+	/* then about 6 of 3,000: pairs, gaps within them only */
+	ck_assert_uint_eq(s.r[1].last_entered, 4000);
+	ck_assert_uint_eq(s.r[1].last_completed_iv, 4000);
+	ck_assert_uint_gt(sampled2, 0);
+	ck_assert_uint_lt(sampled2, 100);
+	ck_assert_uint_eq(single, 0);
+	ck_assert_uint_eq(s.r[1].op.kernel_n, sampled2);
+	ck_assert_uint_ge(s.r[1].op.gap_n, pairs2);
+	ck_assert_uint_le(s.r[1].op.gap_n, sampled2 / 2 + 1);
+	prof_counters(&pc);
+	ck_assert_uint_eq(pc.orphans, 0);
+	ck_assert_uint_eq(pc.stale, 0);
+	prof_finalize(ctx);
+	prof_close();
+}
+END_TEST
+
 /* Channels that never reach nChannels still complete the op, late. */
 START_TEST(test_settle_short_channels)
 {
@@ -771,6 +860,7 @@ prof_suite(void)
 	tcase_add_test(tc, test_pxn_proxy_op);
 	tcase_add_test(tc, test_progress_of_a_stuck_op);
 	tcase_add_test(tc, test_settle_short_channels);
+	tcase_add_test(tc, test_kernel_sampling);
 	tcase_add_test(tc, test_ordinal_across_functions);
 	tcase_add_test(tc, test_many_threads);
 	tcase_add_test(tc, test_names);
