@@ -142,6 +142,7 @@ struct agg {
 		last_completed_iv, first_start_rt;
 	/* since the start */
 	uint64_t last_entered, last_completed, last_change, last_done_t;
+	int done_enq; /* last_completed was read at enqueue (unsampled) */
 	uint64_t last_gpu_end; /* GPU timer at the end of the last kernel */
 	uint64_t last_gpu_seq; /* the op it ended (gaps need neighbours) */
 	int gpu_timers;	       /* kernels carry GPU timers: gaps from them */
@@ -1176,6 +1177,8 @@ agg_flight_done(struct prof_comm *c, struct agg_flight *f, uint64_t t)
 		a->last_gpu_seq = f->seq;
 		a->gpu_timers = 1;
 	}
+	if (f->seq > a->last_completed)
+		a->done_enq = !f->expect_kch;
 	agg_complete(c, f->seq, t);
 	f->seq = 0;
 }
@@ -1606,6 +1609,7 @@ prof_build_comm(struct prof_build *b, struct prof_comm *c, uint64_t now,
 		pg->rank = (uint32_t)c->rank;
 		pg->last_seq_entered = a->last_entered;
 		pg->last_seq_completed = a->last_completed;
+		pg->completed_at_enqueue = a->done_enq;
 		pg->last_change_ns = a->last_change;
 		pg->inflight_func = a->last_entered > a->last_completed
 					    ? a->inflight_func

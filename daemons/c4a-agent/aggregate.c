@@ -591,6 +591,7 @@ agg_take(struct agg *a, uint64_t interval_id, uint64_t start_ns,
 		p->last_seq_completed = r->completed;
 		p->has_last_change_ns = r->change_ns != 0;
 		p->last_change_ns = r->change_ns;
+		p->has_carried = p->carried = 1;
 		out.progress[out.n_progress++] = p;
 	}
 	out.job_id = a->job;

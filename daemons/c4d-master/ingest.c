@@ -392,6 +392,9 @@ ing_window_coll(struct ing_window *w, const C4__RankCollSummary *c,
 	if (p != NULL) {
 		o->seq_enter = p->last_seq_entered;
 		o->seq_done = p->last_seq_completed;
+		o->done_at_enqueue =
+			p->has_completed_at_enqueue && p->completed_at_enqueue;
+		o->carried = p->has_carried && p->carried;
 	}
 	o->t_first_ns = (int64_t)c->first_start_ns;
 	if (op != NULL) {

@@ -347,6 +347,8 @@ c4client_progress(struct c4client_pool *pl, C4__TelemetryBatch *b,
 		o->last_change_ns = in->last_change_ns;
 		o->has_inflight_func = in->inflight_func != 0;
 		o->inflight_func = (C4__CollFunc)in->inflight_func;
+		o->has_completed_at_enqueue = in->completed_at_enqueue != 0;
+		o->completed_at_enqueue = in->completed_at_enqueue != 0;
 		if (in->nstuck > 0 && in->stuck_peers != NULL) {
 			o->n_stuck_peers = in->nstuck;
 			o->stuck_peers = (uint32_t *)in->stuck_peers;

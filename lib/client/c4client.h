@@ -156,6 +156,7 @@ struct c4client_progress {
 	int inflight_func;	 /* 0: nothing in flight */
 	size_t nstuck;
 	const uint32_t *stuck_peers;
+	int completed_at_enqueue; /* last_seq_completed not from the GPU */
 };
 
 /* Everything this process has for one interval. */

@@ -155,6 +155,8 @@ struct c4m_coll {
 	uint64_t seq_done_first;
 	uint64_t seq_done;
 	int64_t t_first_ns;
+	uint8_t done_at_enqueue; /* seq_done read at enqueue, not the GPU */
+	uint8_t carried;	 /* markers repeated by the agent (silent) */
 };
 
 /*

@@ -187,20 +187,32 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 }
 
 /*
- * Did a member that reported this interval not enter op k?  Where a CCL
- * reports an op complete when it is enqueued (no GPU completion: the NCCL
- * plugin's unsampled collectives), every entered op reads as done, and
- * only a member behind the others tells a hang from a quiet communicator.
+ * Where a CCL reports an op complete when it is enqueued (no GPU
+ * completion: the NCCL plugin's unsampled collectives), every entered op
+ * reads as done, and only a member behind the others tells a hang from a
+ * quiet communicator.  So: a member at op k whose completion was read at
+ * enqueue, and a member that reported itself this interval (not the
+ * agent's repeat of older markers) and never entered k.  Members whose
+ * completion comes from the GPU cannot be behind an op another finished;
+ * if they seem to be, the data is stale, not hung.
  */
 static int
 hang_behind(const struct matrix *m, const struct comm *c, uint64_t k)
 {
+	int enq = 0, behind = 0;
 	uint32_t r;
 
-	for (r = 0; r < c->nranks; r++)
-		if (c->rs[r].seen_iv == m->iv + 1 && c->rs[r].enter < k)
-			return 1;
-	return 0;
+	for (r = 0; r < c->nranks; r++) {
+		const struct crank *rs = &c->rs[r];
+
+		if (rs->seen_iv != m->iv + 1)
+			continue;
+		if (rs->enter >= k && rs->enq)
+			enq = 1;
+		if (rs->enter < k && !rs->carried)
+			behind = 1;
+	}
+	return enq && behind;
 }
 
 /*

@@ -41,6 +41,8 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 			/* first summary of this member in this interval */
 			rs->seen_iv = m->iv + 1;
 			rs->enter = rs->done = 0;
+			rs->enq = 0;
+			rs->carried = 1;
 			rs->gs = rs->ks = rs->ws = 0;
 			rs->gn = rs->kn = rs->wn = 0;
 		}
@@ -48,6 +50,11 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 			rs->enter = s->seq_enter;
 		if (s->seq_done > rs->done)
 			rs->done = s->seq_done;
+		/* of the highest done: read at enqueue, or repeated */
+		if (s->seq_done >= rs->done)
+			rs->enq = s->done_at_enqueue;
+		if (!s->carried)
+			rs->carried = 0;
 		if (d->blk_iv != m->iv) {
 			d->blk_iv = m->iv;
 			d->blocked = 0;

@@ -18,7 +18,11 @@
  * enter it (completion read at enqueue, as for the NCCL plugin's
  * unsampled collectives); QUIET: the same reporting, everyone at op k.
  */
-enum scenario { NONCOMM, COMM, LOST, EXPLAINED, ENQUEUED, QUIET };
+/*
+ * STALE: as ENQUEUED, but rank 3's markers are the agent's repeat of what
+ * it last said (the rank itself is silent): no hang is named from them.
+ */
+enum scenario { NONCOMM, COMM, LOST, EXPLAINED, ENQUEUED, QUIET, STALE };
 
 struct result {
 	unsigned opened[C4M_EV_COUNT];
@@ -78,12 +82,19 @@ run(enum scenario sc, struct result *res)
 			if (hung && (sc == NONCOMM || sc == EXPLAINED) &&
 			    r == 3)
 				enter = done; /* never entered op k */
-			if (hung && (sc == ENQUEUED || sc == QUIET))
+			if (hung &&
+			    (sc == ENQUEUED || sc == QUIET || sc == STALE))
 				rdone = enter; /* done when enqueued */
-			if (hung && (sc == ENQUEUED && r == 3))
+			if (hung && (sc == ENQUEUED || sc == STALE) && r == 3)
 				enter = rdone = done;
 			progress(&coll[n++], f.comm, r, rdone, enter,
 				 hung ? 0 : STEPS);
+			coll[n - 1].done_at_enqueue =
+				hung &&
+				(sc == ENQUEUED || sc == QUIET ||
+				 sc == STALE) &&
+				rdone > done;
+			coll[n - 1].carried = sc == STALE && r == 3;
 		}
 		for (r = 0; r < 4; r++) {
 			/* B: rank 3 is inside op k of B, the rest idle */
@@ -149,7 +160,8 @@ END_TEST
 /*
  * Ops read as done when enqueued: the member that never entered op k is
  * still named, a little later (the others' op k counts as progress once);
- * a communicator where everyone stopped at the same op is quiet.
+ * a communicator where everyone stopped at the same op is quiet, and so
+ * is one whose laggard is only the agent's repeat of a silent rank.
  */
 START_TEST(test_enqueued_completion_hang_and_quiet)
 {
@@ -166,6 +178,8 @@ START_TEST(test_enqueued_completion_hang_and_quiet)
 	run(QUIET, &r);
 	for (unsigned k = 0; k < C4M_EV_COUNT; k++)
 		ck_assert_uint_eq(r.opened[k], 0);
+	run(STALE, &r);
+	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
 }
 END_TEST
 
