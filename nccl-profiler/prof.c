@@ -192,6 +192,8 @@ static struct {
 	_Atomic int ks_pair;	    /* the next call ends a pair */
 	_Atomic uint64_t ks_groups; /* calls since the last report */
 	_Atomic uint64_t ks_rng;    /* xorshift state */
+	_Atomic uint64_t ks_calls;  /* calls ever (the fast estimate) */
+	_Atomic uint64_t ks_t0;	    /* prof_now() at the last 1024th */
 	uint64_t (*clock)(void);
 	prof_sink_fn sink;
 	void *sink_arg;
@@ -593,17 +595,29 @@ prof_ks_next(void)
 	return 0;
 }
 
-/* Once per interval: the chance that makes about ks_rate pairs a second. */
+/* The chance that makes about ks_rate pairs a second at this call rate. */
+static void
+prof_ks_set(double per_s)
+{
+	double p = per_s > g.ks_rate ? g.ks_rate / per_s : 1.0;
+
+	atomic_store(&g.ks_p, (uint32_t)(p * 65536.0));
+}
+
+/*
+ * Once per interval, from the calls it saw.  An interval without calls
+ * (a pause for a checkpoint) keeps the chance it had, so that the calls
+ * after it are not all sampled; busy processes get a faster estimate
+ * every 1024 calls (prof_start_collapi).
+ */
 static void
 prof_ks_adapt(void)
 {
 	uint64_t n = atomic_exchange(&g.ks_groups, 0);
-	double per_s = (double)n * 1000.0 / (double)g.cfg.interval_ms;
-	double p = per_s > g.ks_rate ? g.ks_rate / per_s : 1.0;
 
-	if (g.ks_rate == 0)
+	if (g.ks_rate == 0 || n == 0)
 		return;
-	atomic_store(&g.ks_p, (uint32_t)(p * 65536.0));
+	prof_ks_set((double)n * 1000.0 / (double)g.cfg.interval_ms);
 }
 
 /* A CollApi event: choose for the next call, tell what this one has. */
@@ -611,8 +625,16 @@ static void *
 prof_start_collapi(struct prof_comm *c)
 {
 	int prev;
+	uint64_t n, now, t0;
 
 	atomic_fetch_add_explicit(&g.ks_groups, 1, memory_order_relaxed);
+	n = atomic_fetch_add_explicit(&g.ks_calls, 1, memory_order_relaxed);
+	if (((n + 1) & 1023) == 0) {
+		now = prof_now();
+		t0 = atomic_exchange(&g.ks_t0, now);
+		if (t0 != 0 && now > t0)
+			prof_ks_set(1024.0 * 1e9 / (double)(now - t0));
+	}
 	prev = prof_ks_next() ? __atomic_fetch_or(c->mask, NCCL_EV_KERNEL_CH,
 						  __ATOMIC_RELAXED)
 			      : __atomic_fetch_and(c->mask, ~NCCL_EV_KERNEL_CH,
@@ -1946,6 +1968,8 @@ prof_open(const struct prof_config *cfg)
 	atomic_store(&g.ks_pair, 0);
 	atomic_store(&g.ks_groups, 0);
 	atomic_store(&g.ks_rng, 0x9e3779b97f4a7c15ull);
+	atomic_store(&g.ks_calls, 0);
+	atomic_store(&g.ks_t0, 0);
 	g.stats = cfg->stats;
 	atomic_fetch_add(&g.epoch, 1);
 	atomic_store(&g.no_ring, 0);
