@@ -119,7 +119,8 @@ plugin_acquire(void)
 			"default events\n",
 			err);
 	cfg.detail_file = getenv("C4_PROFILER_DETAIL_FILE");
-	cfg.kernel_sample = plugin_env_u32("C4_PROFILER_KERNEL_SAMPLE", 0);
+	cfg.kernel_sample = plugin_env_u32("C4_PROFILER_KERNEL_SAMPLE",
+					   PROF_KSAMPLE_DEFAULT);
 	cfg.stats = plugin_env_u32("C4_PROFILER_STATS", 0) != 0;
 	if (rp != NULL && *rp != '\0') {
 		plugin_expand(rec, sizeof(rec), rp);
@@ -238,6 +239,9 @@ plugin_v5_start(void *context, void **handle, struct nccl_v5_descr *e)
 	case NCCL_EV_KERNEL_CH:
 		d.channel = e->kernelCh.channelId;
 		d.ptimer = e->kernelCh.pTimer;
+		break;
+	case NCCL_EV_COLL_API:
+		d.graph = e->collApi.graphCaptured;
 		break;
 	}
 	prof_start(context, handle, &d);

@@ -106,6 +106,7 @@ struct agg_op {
 struct agg_flight {
 	uint64_t seq; /* 0: free */
 	int func, expect_kch;
+	int ready; /* no kernel channels: done once all before it are */
 	uint32_t nch, kdone;
 	uint64_t gmin, gmax, t_last;
 };
@@ -187,13 +188,15 @@ static struct {
 	_Atomic int detail;
 	int base_mask; /* events asked for whatever the detail */
 	/* kernel-channel sampling (prof_ks_next); ks_rate 0: every call */
-	uint32_t ks_rate;	    /* sampled pairs per second wanted */
-	_Atomic uint32_t ks_p;	    /* chance a call starts a pair, /2^16 */
-	_Atomic int ks_pair;	    /* the next call ends a pair */
-	_Atomic uint64_t ks_groups; /* calls since the last report */
-	_Atomic uint64_t ks_rng;    /* xorshift state */
-	_Atomic uint64_t ks_calls;  /* calls ever (the fast estimate) */
-	_Atomic uint64_t ks_t0;	    /* prof_now() at the last 1024th */
+	uint32_t ks_rate;	     /* sampled pairs per second wanted */
+	_Atomic uint32_t ks_p;	     /* chance a call starts a pair, /2^16 */
+	_Atomic int ks_pair;	     /* the next call ends a pair */
+	_Atomic uint64_t ks_groups;  /* calls since the last report */
+	_Atomic uint64_t ks_rng;     /* xorshift state */
+	_Atomic uint64_t ks_calls;   /* calls ever (the fast estimate) */
+	_Atomic uint64_t ks_t0;	     /* prof_now() at the last 1024th */
+	_Atomic uint64_t ks_sampled; /* calls with kernel channels, ever */
+	_Atomic int ks_full;	     /* a graph capture: every call from now */
 	uint64_t (*clock)(void);
 	prof_sink_fn sink;
 	void *sink_arg;
@@ -585,6 +588,8 @@ prof_ks_rand(void)
 static int
 prof_ks_next(void)
 {
+	if (atomic_load_explicit(&g.ks_full, memory_order_relaxed))
+		return 1;
 	if (atomic_exchange(&g.ks_pair, 0))
 		return 1;
 	if ((prof_ks_rand() & 0xffff) <
@@ -622,10 +627,21 @@ prof_ks_adapt(void)
 
 /* A CollApi event: choose for the next call, tell what this one has. */
 static void *
-prof_start_collapi(struct prof_comm *c)
+prof_start_collapi(struct prof_comm *c, const struct prof_descr *d)
 {
 	int prev;
 	uint64_t n, now, t0;
+
+	/*
+	 * A captured call's kernel channels come back at every replay, and
+	 * only if the capture had them: replays are seen through nothing
+	 * else.  Ranks choose apart, so one that captured a call sampled
+	 * would count replays its peers never see.  From the first capture
+	 * on, every call is sampled (the call being captured now was
+	 * chosen at the call before it).
+	 */
+	if (d->graph && !atomic_load_explicit(&g.ks_full, memory_order_relaxed))
+		atomic_store(&g.ks_full, 1);
 
 	atomic_fetch_add_explicit(&g.ks_groups, 1, memory_order_relaxed);
 	n = atomic_fetch_add_explicit(&g.ks_calls, 1, memory_order_relaxed);
@@ -639,6 +655,9 @@ prof_start_collapi(struct prof_comm *c)
 						  __ATOMIC_RELAXED)
 			      : __atomic_fetch_and(c->mask, ~NCCL_EV_KERNEL_CH,
 						   __ATOMIC_RELAXED);
+	if (prev & NCCL_EV_KERNEL_CH)
+		atomic_fetch_add_explicit(&g.ks_sampled, 1,
+					  memory_order_relaxed);
 	return prof_handle(
 		c->slot, H_KIND_API,
 		H_API_KNOWN |
@@ -907,8 +926,12 @@ prof_start(void *ctx, void **handle, const struct prof_descr *d)
 	*handle = NULL;
 	if (c == NULL)
 		return 0;
-	/* A kernel channel's start needs no host time (see prof_now_coarse). */
-	now = d->type != NCCL_EV_KERNEL_CH || g.rec != NULL || g.clock
+	/*
+	 * A kernel channel's start needs no host time (see
+	 * prof_now_coarse), nor does a CollApi event.
+	 */
+	now = (d->type != NCCL_EV_KERNEL_CH && d->type != NCCL_EV_COLL_API) ||
+			      g.rec != NULL || g.clock
 		      ? prof_now()
 		      : 0;
 	atomic_fetch_add_explicit(&c->events, 1, memory_order_relaxed);
@@ -921,7 +944,7 @@ prof_start(void *ctx, void **handle, const struct prof_descr *d)
 			atomic_fetch_add(&c->ignored, 1);
 			break;
 		}
-		h = prof_start_collapi(c);
+		h = prof_start_collapi(c, d);
 		break;
 	case NCCL_EV_KERNEL_CH:
 		ch = prof_child_new(c, d->type, now, &h);
@@ -1205,6 +1228,35 @@ agg_flight_done(struct prof_comm *c, struct agg_flight *f, uint64_t t)
 	f->seq = 0;
 }
 
+/*
+ * Completion of ops read at enqueue (no kernel channels: the unsampled
+ * ones) moves only up to the first op still waiting for its kernel
+ * channels.  Ops of one communicator finish in order on the GPU, so an op
+ * enqueued after a sampled op that has not finished has not finished
+ * either; counting it done would hide that op, and a hang behind it.  A
+ * slot that holds no record of an op already entered (a dropped record,
+ * or one evicted by ops PROF_INFLIGHT later) does not stop the frontier.
+ */
+static void
+agg_advance(struct prof_comm *c, uint64_t t)
+{
+	struct agg *a = &c->agg;
+	uint64_t s;
+
+	for (s = a->last_completed + 1; s <= a->last_entered; s++) {
+		struct agg_flight *f = &a->flight[s % PROF_INFLIGHT];
+
+		if (f->seq == s && !f->ready)
+			return;
+		if (f->seq == s) {
+			agg_flight_done(c, f, t);
+		} else {
+			a->done_enq = 1;
+			agg_complete(c, s, t);
+		}
+	}
+}
+
 static void
 agg_coll_start(struct prof_comm *c, const struct prof_rec *r)
 {
@@ -1250,8 +1302,10 @@ agg_coll_stop(struct prof_comm *c, const struct prof_rec *r)
 	if (r->func < PROF_FUNCS)
 		sketch_add(&a->ops[r->func].enq, r->v[0]);
 	/* Without kernel channels, "enqueued" is all we will learn. */
-	if (f->seq == r->seq && !f->expect_kch)
-		agg_flight_done(c, f, r->t);
+	if (f->seq == r->seq && !f->expect_kch) {
+		f->ready = 1;
+		agg_advance(c, r->t);
+	}
 }
 
 static void
@@ -1285,6 +1339,7 @@ agg_kch(struct prof_comm *c, const struct prof_rec *r)
 				agg_flight_done(c, e, r->t);
 		}
 		agg_flight_done(c, f, r->t);
+		agg_advance(c, r->t);
 	}
 }
 
@@ -1432,6 +1487,7 @@ agg_settle(struct prof_comm *c, uint64_t now)
 			continue;
 		agg_flight_done(c, f, f->t_last);
 	}
+	agg_advance(c, now);
 }
 
 static int
@@ -1897,6 +1953,9 @@ prof_counters(struct prof_counters *out)
 	out->timed_lost += g.dead.timed_lost;
 	out->reports = g.reports;
 	out->reports_failed = g.reports_failed;
+	out->calls = atomic_load(&g.ks_calls);
+	out->calls_sampled = atomic_load(&g.ks_sampled);
+	out->graph_full = (uint64_t)atomic_load(&g.ks_full);
 }
 
 static char *
@@ -1970,6 +2029,8 @@ prof_open(const struct prof_config *cfg)
 	atomic_store(&g.ks_rng, 0x9e3779b97f4a7c15ull);
 	atomic_store(&g.ks_calls, 0);
 	atomic_store(&g.ks_t0, 0);
+	atomic_store(&g.ks_sampled, 0);
+	atomic_store(&g.ks_full, 0);
 	g.stats = cfg->stats;
 	atomic_fetch_add(&g.epoch, 1);
 	atomic_store(&g.no_ring, 0);
@@ -2039,7 +2100,8 @@ prof_close(void)
 			 "c4-nccl-profiler: pid %ld events %llu ignored %llu "
 			 "stale %llu pool_drops %llu ring_drops %llu no_ring "
 			 "%llu orphans %llu timed_lost %llu reports %llu "
-			 "reports_failed %llu\n",
+			 "reports_failed %llu calls %llu calls_sampled %llu "
+			 "graph_full %llu\n",
 			 (long)g.pid, (unsigned long long)k.events,
 			 (unsigned long long)k.ignored,
 			 (unsigned long long)k.stale,
@@ -2049,7 +2111,10 @@ prof_close(void)
 			 (unsigned long long)k.orphans,
 			 (unsigned long long)k.timed_lost,
 			 (unsigned long long)k.reports,
-			 (unsigned long long)k.reports_failed);
+			 (unsigned long long)k.reports_failed,
+			 (unsigned long long)k.calls,
+			 (unsigned long long)k.calls_sampled,
+			 (unsigned long long)k.graph_full);
 		if (g.stats)
 			fputs(line, stderr);
 		if (g.rec != NULL)

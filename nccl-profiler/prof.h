@@ -53,6 +53,7 @@
 #define PROF_NAME_MAX	      256u /* longest comm name registered (MSG_ID_MAX) */
 #define PROF_TIMED	      64u /* ops timed at once per peer and direction */
 #define PROF_TIMED_REPORT     32u /* timed ops reported per conn and interval */
+#define PROF_KSAMPLE_DEFAULT  500u /* sampled pairs of calls a second */
 
 /* Event kinds the plugin asks for; ProxyStep only with detail on. */
 #define PROF_MASK_BASE	 (NCCL_EV_COLL | NCCL_EV_KERNEL_CH | NCCL_EV_PROXY_OP)
@@ -74,6 +75,8 @@ struct prof_descr {
 	int step;
 	/* KernelCh (channel above) */
 	uint64_t ptimer;
+	/* CollApi: the call is being captured into a CUDA graph */
+	int graph;
 };
 
 struct prof_config {
@@ -96,6 +99,10 @@ struct prof_config {
 struct prof_counters {
 	uint64_t events, ignored, stale, pool_drops, ring_drops, no_ring,
 		orphans, timed_lost, reports, reports_failed;
+	/* collective calls seen by CollApi events, those of them with
+	 * kernel-channel events, and whether a graph capture made every
+	 * call sampled from then on */
+	uint64_t calls, calls_sampled, graph_full;
 };
 
 /* The sink gets each interval's report; it must copy what it keeps. */

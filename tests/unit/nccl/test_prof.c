@@ -51,6 +51,7 @@ struct seen_report {
 	uint64_t entered, completed;
 	int inflight;
 	size_t nstuck;
+	int done_enq;
 };
 
 struct seen {
@@ -145,6 +146,7 @@ capture(const struct c4client_report *rep, void *arg)
 		x->completed = rep->progress[0].last_seq_completed;
 		x->inflight = rep->progress[0].inflight_func;
 		x->nstuck = rep->progress[0].nstuck;
+		x->done_enq = rep->progress[0].completed_at_enqueue;
 	}
 }
 
@@ -686,6 +688,89 @@ START_TEST(test_kernel_sampling)
 }
 END_TEST
 
+/* One sampled call and the unsampled ones after it (NCCL copied *mask). */
+static void *
+ks_call(void *ctx, int *mask, int sampled, int graph)
+{
+	struct prof_descr api = {.type = NCCL_EV_COLL_API, .graph = graph};
+	struct prof_descr d = {.type = NCCL_EV_COLL,
+			       .func = C4CLIENT_ALLREDUCE,
+			       .bytes = 4096,
+			       .nchannels = 1};
+	void *a, *c;
+
+	/* what NCCL copied for this call, as if the call before chose it */
+	if (sampled)
+		*mask |= NCCL_EV_KERNEL_CH;
+	else
+		*mask &= ~NCCL_EV_KERNEL_CH;
+	prof_start(ctx, &a, &api);
+	ck_assert_ptr_nonnull(a);
+	d.parent = a;
+	prof_start(ctx, &c, &d);
+	prof_stop(c);
+	prof_stop(a);
+	return c;
+}
+
+/*
+ * Unsampled ops enqueued behind a sampled op that has not finished are not
+ * done either (one communicator's ops finish in order); when it finishes,
+ * they are.  A graph capture makes every call after it sampled.
+ */
+START_TEST(test_sampled_frontier_and_graph)
+{
+	struct seen s = {0};
+	struct prof_config cfg = {
+		.interval_ms = 1000, .detail = 1, .kernel_sample = 1};
+	struct prof_counters pc;
+	int mask;
+	void *ctx, *c1, *k;
+
+	prof_set_clock(fake_clock);
+	prof_set_sink(capture, &s);
+	ck_assert_int_eq(prof_open(&cfg), 0);
+	prof_init(&ctx, 11, &mask, NULL, 1, 2, 0);
+	c1 = ks_call(ctx, &mask, 1, 0);
+	for (int i = 0; i < 4; i++)
+		ks_call(ctx, &mask, 0, 0);
+	fake_now += 1000000000ull;
+	prof_tick(1);
+	ck_assert_int_eq(s.n, 1);
+	ck_assert_uint_eq(s.r[0].entered, 5);
+	ck_assert_uint_eq(s.r[0].completed, 0);
+	ck_assert_int_eq(s.r[0].inflight, C4CLIENT_ALLREDUCE);
+	/* the sampled op finishes on the GPU: all five are done */
+	k = kch(ctx, c1, 0);
+	prof_state(k, NCCL_ST_KERNEL_CH_STOP, 0, 2000);
+	prof_stop(k);
+	fake_now += 1000000000ull;
+	prof_tick(1);
+	ck_assert_uint_eq(s.r[1].completed, 5);
+	ck_assert_int_eq(s.r[1].done_enq, 1);
+	/* with nothing sampled in flight, unsampled ops are done at once */
+	ks_call(ctx, &mask, 0, 0);
+	fake_now += 1000000000ull;
+	prof_tick(1);
+	ck_assert_uint_eq(s.r[2].completed, 6);
+	/* a capture: every call after it has kernel channels */
+	ks_call(ctx, &mask, 0, 1);
+	for (int i = 0; i < 3000; i++) {
+		ck_assert_int_ne(mask & NCCL_EV_KERNEL_CH, 0);
+		k = kch(ctx, ks_call(ctx, &mask, 1, 0), 0);
+		prof_state(k, NCCL_ST_KERNEL_CH_STOP, 0, 2000);
+		prof_stop(k);
+	}
+	prof_counters(&pc);
+	ck_assert_uint_eq(pc.graph_full, 1);
+	ck_assert_uint_eq(pc.calls, 3007);
+	ck_assert_uint_eq(pc.calls_sampled, 3001);
+	ck_assert_uint_eq(pc.orphans, 0);
+	prof_finalize(ctx);
+	prof_close();
+}
+END_TEST
+
 /* Channels that never reach nChannels still complete the op, late. */
 START_TEST(test_settle_short_channels)
 {
@@ -861,6 +946,7 @@ prof_suite(void)
 	tcase_add_test(tc, test_progress_of_a_stuck_op);
 	tcase_add_test(tc, test_settle_short_channels);
 	tcase_add_test(tc, test_kernel_sampling);
+	tcase_add_test(tc, test_sampled_frontier_and_graph);
 	tcase_add_test(tc, test_ordinal_across_functions);
 	tcase_add_test(tc, test_many_threads);
 	tcase_add_test(tc, test_names);
