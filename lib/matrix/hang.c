@@ -5,12 +5,13 @@
  * A communicator is stalled when its highest completed op sequence has not
  * advanced for hang_timeout intervals while some member has entered an op
  * it has not completed, or (ops reported complete when enqueued) while
- * some member has not entered the op the others entered. Members that never
- * entered that op are the non-communication suspects, unless they are
- * explained: their host is lost, or they are themselves blocked inside another
- * communicator's op (then that communicator carries the event). When every
- * member entered, the connections with chunks posted but no bytes moving are
- * the communication suspects. A host that sends nothing for node_timeout
+ * some member has not entered the op the others entered or one of its
+ * connections is stuck. Members that never entered that op are the
+ * non-communication suspects, unless they are explained: their host is
+ * lost, or they are themselves blocked inside another communicator's op
+ * (then that communicator carries the event). When every member entered,
+ * the connections with chunks posted but no bytes moving are the
+ * communication suspects. A host that sends nothing for node_timeout
  * intervals is lost.
  */
 #include <string.h>
@@ -216,6 +217,32 @@ hang_behind(const struct matrix *m, const struct comm *c, uint64_t k)
 }
 
 /*
+ * With completion read at enqueue, a communicator stuck on the network
+ * reads as done too: every member entered the op and reported it done.
+ * What still tells it from a quiet one is a connection of it with chunks
+ * posted and no byte moved this interval, on a member whose completion
+ * was read at enqueue.
+ */
+static int
+hang_enq_stuck(const struct matrix *m, const struct comm *c, uint32_t ci)
+{
+	uint32_t r, i;
+	int enq = 0;
+
+	for (r = 0; r < c->nranks && !enq; r++)
+		enq = c->rs[r].seen_iv == m->iv + 1 && c->rs[r].enq;
+	if (!enq)
+		return 0;
+	for (i = 0; i < m->nstuck; i++) {
+		const struct cell *x = &m->cells[m->stuck[i]];
+
+		if (x->comm == ci && x->bytes == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
  * Progress of comm ci: count intervals without completion; past
  * hang_timeout with an op entered and not completed, name the members
  * that did not enter it (unless explained by a lost host or a block in
@@ -245,9 +272,10 @@ hang_comm(struct matrix *m, uint32_t ci)
 		return 0;
 	}
 	c->stall++;
-	if (c->stall < m->p.hang_timeout ||
-	    (k <= c->done_max && !hang_behind(m, c, k)))
+	if (c->stall < m->p.hang_timeout)
 		return 0;
+	if (k <= c->done_max && !hang_behind(m, c, k))
+		return hang_enq_stuck(m, c, ci) ? hang_stuck(m, ci, k) : 0;
 	for (r = 0; r < c->nranks; r++) {
 		const struct crank *rs = &c->rs[r];
 		const struct dev *d = &m->devs[c->dev[r]];

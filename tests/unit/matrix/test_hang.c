@@ -22,7 +22,20 @@
  * STALE: as ENQUEUED, but rank 3's markers are the agent's repeat of what
  * it last said (the rank itself is silent): no hang is named from them.
  */
-enum scenario { NONCOMM, COMM, LOST, EXPLAINED, ENQUEUED, QUIET, STALE };
+/*
+ * ENQ_COMM: as QUIET, but connection 1->2 has chunks posted and moves
+ * nothing: stuck on the network behind ops that read as done.
+ */
+enum scenario {
+	NONCOMM,
+	COMM,
+	LOST,
+	EXPLAINED,
+	ENQUEUED,
+	QUIET,
+	STALE,
+	ENQ_COMM
+};
 
 struct result {
 	unsigned opened[C4M_EV_COUNT];
@@ -82,8 +95,8 @@ run(enum scenario sc, struct result *res)
 			if (hung && (sc == NONCOMM || sc == EXPLAINED) &&
 			    r == 3)
 				enter = done; /* never entered op k */
-			if (hung &&
-			    (sc == ENQUEUED || sc == QUIET || sc == STALE))
+			if (hung && (sc == ENQUEUED || sc == QUIET ||
+				     sc == STALE || sc == ENQ_COMM))
 				rdone = enter; /* done when enqueued */
 			if (hung && (sc == ENQUEUED || sc == STALE) && r == 3)
 				enter = rdone = done;
@@ -91,8 +104,8 @@ run(enum scenario sc, struct result *res)
 				 hung ? 0 : STEPS);
 			coll[n - 1].done_at_enqueue =
 				hung &&
-				(sc == ENQUEUED || sc == QUIET ||
-				 sc == STALE) &&
+				(sc == ENQUEUED || sc == QUIET || sc == STALE ||
+				 sc == ENQ_COMM) &&
 				rdone > done;
 			coll[n - 1].carried = sc == STALE && r == 3;
 		}
@@ -113,7 +126,8 @@ run(enum scenario sc, struct result *res)
 			for (k = 0; k < f.nconn; k++) {
 				f.conn[k].bytes = f.conn[k].chunks = 0;
 				f.conn[k].xfer.count = 0;
-				if (sc == COMM && f.conn[k].src == 1)
+				if ((sc == COMM || sc == ENQ_COMM) &&
+				    f.conn[k].src == 1)
 					f.conn[k].pending = 4;
 			}
 			if (sc == LOST) {
@@ -180,6 +194,16 @@ START_TEST(test_enqueued_completion_hang_and_quiet)
 		ck_assert_uint_eq(r.opened[k], 0);
 	run(STALE, &r);
 	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
+	/* everyone at op k, read done, but 1->2 stuck: a comm hang */
+	run(ENQ_COMM, &r);
+	ck_assert_uint_eq(r.opened[C4M_EV_COMM_HANG], 1);
+	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
+	ck_assert_uint_eq(r.first[C4M_EV_COMM_HANG].suspects[0].role,
+			  C4M_ROLE_LINK);
+	ck_assert_uint_eq(r.first[C4M_EV_COMM_HANG].suspects[0].host, 1);
+	ck_assert_uint_eq(r.first[C4M_EV_COMM_HANG].suspects[0].peer_host, 2);
+	ck_assert_uint_le(r.open_iv[C4M_EV_COMM_HANG],
+			  HANG + C4M_DEF_HANG_TIMEOUT);
 }
 END_TEST
 
