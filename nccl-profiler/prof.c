@@ -160,6 +160,7 @@ struct prof_comm {
 	uint32_t ncolls;
 	struct prof_coll *colls;
 	_Atomic uint64_t coll_next;
+	_Atomic uint64_t api_next; /* CollApi events (prof_ks_sampled) */
 	struct pool pool;
 	struct prof_child *child;
 	_Atomic uint64_t stale, ignored, events;
@@ -187,12 +188,10 @@ static struct {
 	_Atomic uint64_t no_ring, events, ignored;
 	_Atomic int detail;
 	int base_mask; /* events asked for whatever the detail */
-	/* kernel-channel sampling (prof_ks_next); ks_rate 0: every call */
+	/* kernel-channel sampling (prof_ks_sampled); ks_rate 0: every call */
 	uint32_t ks_rate;	     /* sampled pairs per second wanted */
-	_Atomic uint32_t ks_p;	     /* chance a call starts a pair, /2^16 */
-	_Atomic int ks_pair;	     /* the next call ends a pair */
+	_Atomic uint32_t ks_shift;   /* a pair starts at 1 call in 2^shift */
 	_Atomic uint64_t ks_groups;  /* calls since the last report */
-	_Atomic uint64_t ks_rng;     /* xorshift state */
 	_Atomic uint64_t ks_calls;   /* calls ever (the fast estimate) */
 	_Atomic uint64_t ks_t0;	     /* prof_now() at the last 1024th */
 	_Atomic uint64_t ks_sampled; /* calls with kernel channels, ever */
@@ -566,52 +565,81 @@ prof_mask_value(void)
  * inside a group) and then starts the call's CollApi event; so the plugin
  * sets the kernel-channel bit there for the call after, and the bit NCCL
  * just copied (the value before that change) travels as the CollApi
- * handle to the Coll, whose parent that is.  Sampled calls come in pairs,
- * so that the GPU's gap between two collectives is still measured; a call
- * starts a pair with chance ks_p, set each interval from the call rate to
- * give about ks_rate pairs a second.  Exact for a process that issues
- * collectives from one thread.
+ * handle to the Coll, whose parent that is.  Exact for a process that
+ * issues collectives from one thread at a time.
+ *
+ * Sampled calls come in pairs, so that the GPU's gap between two
+ * collectives is still measured.  Which calls: a pair starts at call s of
+ * communicator c when the low ks_shift bits of a hash of (c, s) are zero.
+ * Every rank of c makes the same choice, so a sampled call's extra cost
+ * on the host (NCCL's proxy operations, some µs) makes all of them late
+ * alike: chosen apart, each rank would be late on its own sampled calls,
+ * and every rank would look like a late rank in what it measures.  The
+ * bit is set for the call after this one, taken to be call s + 1 of the
+ * same communicator (true of data-parallel loops; ranks that make the
+ * same calls in the same order choose alike either way).  ks_shift comes
+ * from the call rate, for about ks_rate pairs a second, with a margin of
+ * half a power of two each way so that ranks of nearly equal rates settle
+ * on the same shift; a smaller shift's choices include a larger one's.
  */
 static uint64_t
-prof_ks_rand(void)
+prof_ks_mix(uint64_t x)
 {
-	uint64_t x = atomic_load_explicit(&g.ks_rng, memory_order_relaxed);
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	atomic_store_explicit(&g.ks_rng, x, memory_order_relaxed);
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
 	return x;
 }
 
-/* Whether the next call is to have kernel-channel events. */
+/* Does a pair start at call s of the communicator with this hash? */
 static int
-prof_ks_next(void)
+prof_ks_start(uint64_t hash, uint64_t s, uint32_t shift)
 {
-	if (atomic_load_explicit(&g.ks_full, memory_order_relaxed))
-		return 1;
-	if (atomic_exchange(&g.ks_pair, 0))
-		return 1;
-	if ((prof_ks_rand() & 0xffff) <
-	    atomic_load_explicit(&g.ks_p, memory_order_relaxed)) {
-		atomic_store(&g.ks_pair, 1);
-		return 1;
-	}
-	return 0;
+	uint64_t low = shift >= 63 ? ~0ull : (1ull << shift) - 1;
+
+	return (prof_ks_mix(hash ^ (s * 0x9e3779b97f4a7c15ull)) & low) == 0;
 }
 
-/* The chance that makes about ks_rate pairs a second at this call rate. */
+/* Is call s of the communicator with this hash sampled? */
+static int
+prof_ks_sampled(uint64_t hash, uint64_t s)
+{
+	uint32_t shift =
+		atomic_load_explicit(&g.ks_shift, memory_order_relaxed);
+
+	if (atomic_load_explicit(&g.ks_full, memory_order_relaxed))
+		return 1;
+	return prof_ks_start(hash, s, shift) ||
+	       (s > 1 && prof_ks_start(hash, s - 1, shift));
+}
+
+/*
+ * The shift that gives about ks_rate pairs a second at this call rate:
+ * log2 of (rate / ks_rate), rounded, changed only when that is half a
+ * power of two above the shift or one and a half below it.
+ */
 static void
 prof_ks_set(double per_s)
 {
-	double p = per_s > g.ks_rate ? g.ks_rate / per_s : 1.0;
+	const double r2 = 1.4142135623730951; /* half a power of two */
+	uint32_t k = atomic_load_explicit(&g.ks_shift, memory_order_relaxed);
+	double ratio = per_s / (double)g.ks_rate, p = 1.0;
+	uint32_t j = 0;
 
-	atomic_store(&g.ks_p, (uint32_t)(p * 65536.0));
+	for (; k > 0 && j < k; j++)
+		p *= 2.0; /* p = 2^k */
+	if (!(ratio > p * r2) && !(ratio < p / (2.0 * r2)))
+		return;
+	for (j = 0, p = r2; ratio >= p && j < 40; j++)
+		p *= 2.0; /* j = log2(ratio), rounded */
+	atomic_store(&g.ks_shift, j);
 }
 
 /*
  * Once per interval, from the calls it saw.  An interval without calls
- * (a pause for a checkpoint) keeps the chance it had, so that the calls
+ * (a pause for a checkpoint) keeps the shift it had, so that the calls
  * after it are not all sampled; busy processes get a faster estimate
  * every 1024 calls (prof_start_collapi).
  */
@@ -630,7 +658,7 @@ static void *
 prof_start_collapi(struct prof_comm *c, const struct prof_descr *d)
 {
 	int prev;
-	uint64_t n, now, t0;
+	uint64_t n, now, t0, s;
 
 	/*
 	 * A captured call's kernel channels come back at every replay, and
@@ -651,10 +679,13 @@ prof_start_collapi(struct prof_comm *c, const struct prof_descr *d)
 		if (t0 != 0 && now > t0)
 			prof_ks_set(1024.0 * 1e9 / (double)(now - t0));
 	}
-	prev = prof_ks_next() ? __atomic_fetch_or(c->mask, NCCL_EV_KERNEL_CH,
-						  __ATOMIC_RELAXED)
-			      : __atomic_fetch_and(c->mask, ~NCCL_EV_KERNEL_CH,
-						   __ATOMIC_RELAXED);
+	s = atomic_fetch_add_explicit(&c->api_next, 1, memory_order_relaxed) +
+	    1;
+	prev = prof_ks_sampled(c->hash, s + 1)
+		       ? __atomic_fetch_or(c->mask, NCCL_EV_KERNEL_CH,
+					   __ATOMIC_RELAXED)
+		       : __atomic_fetch_and(c->mask, ~NCCL_EV_KERNEL_CH,
+					    __ATOMIC_RELAXED);
 	if (prev & NCCL_EV_KERNEL_CH)
 		atomic_fetch_add_explicit(&g.ks_sampled, 1,
 					  memory_order_relaxed);
@@ -2023,10 +2054,8 @@ prof_open(const struct prof_config *cfg)
 		      : cfg->base_mask < 0 ? 0
 					   : cfg->base_mask;
 	g.ks_rate = (g.base_mask & NCCL_EV_KERNEL_CH) ? cfg->kernel_sample : 0;
-	atomic_store(&g.ks_p, 65536u); /* every call until a rate is known */
-	atomic_store(&g.ks_pair, 0);
+	atomic_store(&g.ks_shift, 0); /* every call until a rate is known */
 	atomic_store(&g.ks_groups, 0);
-	atomic_store(&g.ks_rng, 0x9e3779b97f4a7c15ull);
 	atomic_store(&g.ks_calls, 0);
 	atomic_store(&g.ks_t0, 0);
 	atomic_store(&g.ks_sampled, 0);

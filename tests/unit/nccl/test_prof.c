@@ -771,6 +771,73 @@ START_TEST(test_sampled_frontier_and_graph)
 }
 END_TEST
 
+/* The calls a process samples: bit i of out for call i (n <= 64 * len). */
+static void
+ks_run(uint64_t hash, int rank, unsigned n, uint64_t *out)
+{
+	struct prof_config cfg = {
+		.interval_ms = 1000, .detail = 1, .kernel_sample = 100};
+	struct seen s = {0};
+	int mask;
+	void *ctx;
+
+	prof_set_clock(fake_clock);
+	prof_set_sink(capture, &s);
+	ck_assert_int_eq(prof_open(&cfg), 0);
+	prof_init(&ctx, hash, &mask, NULL, 1, 2, rank);
+	for (unsigned i = 0; i < n; i++) {
+		struct prof_descr api = {.type = NCCL_EV_COLL_API};
+		void *a;
+
+		if (mask & NCCL_EV_KERNEL_CH)
+			out[i / 64] |= 1ull << (i % 64);
+		prof_start(ctx, &a, &api);
+		prof_stop(a);
+		fake_now += 100000; /* 10,000 calls a second */
+	}
+	prof_finalize(ctx);
+	prof_close();
+}
+
+/*
+ * Every rank of a communicator samples the same calls (a sampled call's
+ * host cost then delays them all alike), in pairs, at about the rate
+ * asked for once the call rate is known; another communicator's choice
+ * differs.
+ */
+START_TEST(test_sampling_same_on_every_rank)
+{
+	enum { N = 8192 };
+	static uint64_t a[N / 64], b[N / 64], o[N / 64];
+	unsigned na = 0, same = 0, odd = 0, run = 0;
+
+	memset(a, 0, sizeof(a));
+	memset(b, 0, sizeof(b));
+	memset(o, 0, sizeof(o));
+	ks_run(0x5eed, 0, N, a);
+	ks_run(0x5eed, 1, N, b);
+	ks_run(0x5eee, 0, N, o);
+	for (unsigned i = 2048; i < N; i++) {
+		int x = (a[i / 64] >> (i % 64)) & 1;
+
+		na += x;
+		same += x && ((o[i / 64] >> (i % 64)) & 1);
+		if (x) {
+			run++;
+		} else {
+			odd += run == 1;
+			run = 0;
+		}
+	}
+	ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0);
+	/* 10,000 calls/s for 100 pairs/s: a pair in 2^7 calls, ~96 here */
+	ck_assert_uint_gt(na, 40);
+	ck_assert_uint_lt(na, 250);
+	ck_assert_uint_eq(odd, 0);
+	ck_assert_uint_lt(same, na / 4);
+}
+END_TEST
+
 /* Channels that never reach nChannels still complete the op, late. */
 START_TEST(test_settle_short_channels)
 {
@@ -947,6 +1014,7 @@ prof_suite(void)
 	tcase_add_test(tc, test_settle_short_channels);
 	tcase_add_test(tc, test_kernel_sampling);
 	tcase_add_test(tc, test_sampled_frontier_and_graph);
+	tcase_add_test(tc, test_sampling_same_on_every_rank);
 	tcase_add_test(tc, test_ordinal_across_functions);
 	tcase_add_test(tc, test_many_threads);
 	tcase_add_test(tc, test_names);
