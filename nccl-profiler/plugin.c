@@ -21,7 +21,9 @@
  *                            the name becomes the process id
  *   C4_PROFILER_STATS        1: print the plugin's counters (events,
  *                            drops, stale handles, ...) on stderr when
- *                            the last communicator is finalized
+ *                            the last communicator is finalized; 2:
+ *                            also one line per op kind and interval
+ *                            (kernel and gap counts and means)
  *   C4_PROFILER_POOL, C4_PROFILER_RING, C4_PROFILER_COLLS  pool sizes
  */
 #include <pthread.h>
@@ -121,7 +123,7 @@ plugin_acquire(void)
 	cfg.detail_file = getenv("C4_PROFILER_DETAIL_FILE");
 	cfg.kernel_sample = plugin_env_u32("C4_PROFILER_KERNEL_SAMPLE",
 					   PROF_KSAMPLE_DEFAULT);
-	cfg.stats = plugin_env_u32("C4_PROFILER_STATS", 0) != 0;
+	cfg.stats = (int)plugin_env_u32("C4_PROFILER_STATS", 0);
 	if (rp != NULL && *rp != '\0') {
 		plugin_expand(rec, sizeof(rec), rp);
 		cfg.record_path = rec;

@@ -1609,6 +1609,25 @@ prof_build_timed(struct prof_build *b, struct agg_timed *e, uint64_t now,
 	return cn->ntimed;
 }
 
+/* C4_PROFILER_STATS=2: one op kind's interval on stderr. */
+static void
+prof_trace_op(const struct prof_comm *c, uint32_t f, const struct agg_op *o)
+{
+	uint64_t kn = o->kernel.total, gn = o->gap.total;
+
+	fprintf(stderr,
+		"c4-nccl-profiler: pid %ld comm %016llx rank %d interval %llu "
+		"func %u ops %llu kernel_n %llu kernel_mean_ns %llu gap_n %llu "
+		"gap_mean_ns %llu shift %u\n",
+		(long)g.pid, (unsigned long long)c->hash, c->rank,
+		(unsigned long long)g.interval_id, f,
+		(unsigned long long)o->count, (unsigned long long)kn,
+		(unsigned long long)(kn ? o->kernel.sum / kn : 0),
+		(unsigned long long)gn,
+		(unsigned long long)(gn ? o->gap.sum / gn : 0),
+		(unsigned)atomic_load(&g.ks_shift));
+}
+
 static void
 prof_build_comm(struct prof_build *b, struct prof_comm *c, uint64_t now,
 		uint64_t interval_ns)
@@ -1641,6 +1660,8 @@ prof_build_comm(struct prof_build *b, struct prof_comm *c, uint64_t now,
 		op->gap_time = sk(&o->gap);
 		op->enqueue_time = sk(&o->enq);
 		co->nops++;
+		if (g.stats >= 2)
+			prof_trace_op(c, f, o);
 	}
 	co->idle = !a->any_entered;
 	co->first_seq_entered = a->first_entered;

@@ -90,7 +90,7 @@ struct prof_config {
 	const char *detail_file; /* detail on while this file exists */
 	const char *record_path; /* C4_PROFILER_RECORD */
 	int thread;		 /* 0: the caller drives prof_tick */
-	int stats;		 /* print the counters on stderr at close */
+	int stats; /* 1: counters on stderr at close; 2: and per interval */
 	/* kernel-channel events for about this many pairs of collective
 	 * calls a second (NCCL 2.28+, ProfilerV5); 0: for every call */
 	uint32_t kernel_sample;
