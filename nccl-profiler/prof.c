@@ -1618,13 +1618,18 @@ prof_trace_op(const struct prof_comm *c, uint32_t f, const struct agg_op *o)
 	fprintf(stderr,
 		"c4-nccl-profiler: pid %ld comm %016llx rank %d interval %llu "
 		"func %u ops %llu kernel_n %llu kernel_mean_ns %llu gap_n %llu "
-		"gap_mean_ns %llu shift %u\n",
+		"gap_mean_ns %llu gap_p50_ns %.0f gap_p90_ns %.0f gap_p99_ns "
+		"%.0f gap_max_ns %llu shift %u\n",
 		(long)g.pid, (unsigned long long)c->hash, c->rank,
 		(unsigned long long)g.interval_id, f,
 		(unsigned long long)o->count, (unsigned long long)kn,
 		(unsigned long long)(kn ? o->kernel.sum / kn : 0),
 		(unsigned long long)gn,
 		(unsigned long long)(gn ? o->gap.sum / gn : 0),
+		gn ? sketch_quantile(&o->gap, 0.5) : 0.0,
+		gn ? sketch_quantile(&o->gap, 0.9) : 0.0,
+		gn ? sketch_quantile(&o->gap, 0.99) : 0.0,
+		(unsigned long long)o->gap.max,
 		(unsigned)atomic_load(&g.ks_shift));
 }
 
