@@ -3,6 +3,8 @@
  * engine events to c4.Event.
  */
 #define LOG_SUBSYS "ingest"
+/* samples before a duration's p99 caps its sum (c4m_stats.wsum) */
+#define ING_WINSOR_MIN 100
 
 #include "ingest.h"
 
@@ -318,6 +320,8 @@ ing_stats(const C4__DurationStats *d, struct c4m_stats *o)
 		o->p50 = q[0] / 1e3;
 		o->p90 = q[1] / 1e3;
 		o->p99 = q[2] / 1e3;
+		if (d->count >= ING_WINSOR_MIN)
+			o->wsum = o->sum - sketch_pb_excess(d, q[2]) / 1e3;
 	} else {
 		o->p50 = o->p90 = o->p99 = o->sum / (double)o->count;
 	}

@@ -124,6 +124,12 @@ struct c4m_rank_loc {
 struct c4m_stats {
 	uint64_t count;
 	double sum;
+	/*
+	 * sum with each sample above p99 counted as p99, from 100 samples
+	 * on (0: not given, use sum): robust to the odd pause of
+	 * milliseconds when few samples are taken
+	 */
+	double wsum;
 	double min;
 	double max;
 	double p50;

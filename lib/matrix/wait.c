@@ -65,7 +65,8 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 		    !(s->gap.sum > 0) || !(s->kernel.sum > 0) ||
 		    !isfinite(s->gap.sum) || !isfinite(s->kernel.sum))
 			continue;
-		rs->gs += s->gap.sum;
+		/* the gap above its p99 counts as p99 (c4m_stats.wsum) */
+		rs->gs += s->gap.wsum > 0 ? s->gap.wsum : s->gap.sum;
 		rs->gn += s->gap.count;
 		rs->ks += s->kernel.sum;
 		rs->kn += s->kernel.count;

@@ -188,6 +188,28 @@ sketch_cmp_pair(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+double
+sketch_pb_excess(const C4__DurationStats *d, double cap)
+{
+	const C4__QuantileSketch *s = d->sketch;
+	double log_gamma, gamma, ex = 0;
+
+	if (s == NULL || s->n_index != s->n_count ||
+	    s->relative_accuracy_ppm == 0)
+		return 0;
+	log_gamma = log1p(2.0 * s->relative_accuracy_ppm / 1e6);
+	gamma = exp(log_gamma);
+	for (size_t i = 0; i < s->n_index; i++) {
+		double x = sketch_value(s->index[i], log_gamma, gamma);
+
+		if (d->has_max_ns && d->max_ns > 0 && x > (double)d->max_ns)
+			x = (double)d->max_ns;
+		if (x > cap)
+			ex += (x - cap) * (double)s->count[i];
+	}
+	return ex;
+}
+
 int
 sketch_pb_quantiles(const C4__DurationStats *d, const double *qs, size_t nq,
 		    double *out)

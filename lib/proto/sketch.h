@@ -91,6 +91,12 @@ void sketch_pb_free(C4__QuantileSketch *q);
 int sketch_pb_quantiles(const C4__DurationStats *d, const double *qs, size_t nq,
 			double *out);
 /*
+ * What the samples above cap (ns) add beyond it: the sum of (value - cap)
+ * over the sketch's buckets above cap, each bucket's value clamped to the
+ * stats' max.  0 when there is no usable sketch.
+ */
+double sketch_pb_excess(const C4__DurationStats *d, double cap);
+/*
  * Loads a received sketch (already validated by msg_unpack()) into an
  * initialised s of the same accuracy, merging with what s holds.  count,
  * sum, min and max come from d.  0, or -1 on an accuracy mismatch or

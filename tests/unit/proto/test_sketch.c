@@ -287,6 +287,34 @@ START_TEST(test_pb_quantiles)
 }
 END_TEST
 
+/*
+ * The excess over a cap: a rare pause of milliseconds among gaps of
+ * microseconds is what the samples above p99 add, within the accuracy.
+ */
+START_TEST(test_pb_excess)
+{
+	static const double q99[] = {0.99};
+	double p99, ex;
+	struct sketch s;
+	C4__DurationStats d;
+	C4__QuantileSketch q;
+
+	ck_assert_int_eq(sketch_init(&s, 0), 0);
+	for (int i = 0; i < 400; i++)
+		ck_assert_int_eq(sketch_add(&s, i == 7 ? 4000000 : 10000), 0);
+	ck_assert_int_eq(sketch_to_pb(&s, &d, &q), 0);
+	ck_assert_int_eq(sketch_pb_quantiles(&d, q99, 1, &p99), 0);
+	ck_assert(fabs(p99 - 10000) < 10000 * 0.011);
+	ex = sketch_pb_excess(&d, p99);
+	ck_assert_msg(fabs(ex - (4000000 - p99)) < 4000000 * 0.011, "%f", ex);
+	ck_assert(sketch_pb_excess(&d, 5000000) == 0);
+	d.sketch = NULL;
+	ck_assert(sketch_pb_excess(&d, 0) == 0);
+	sketch_pb_free(&q);
+	sketch_free(&s);
+}
+END_TEST
+
 static Suite *
 sketch_suite(void)
 {
@@ -298,6 +326,7 @@ sketch_suite(void)
 	tcase_add_test(tc, test_bucket_formula);
 	tcase_add_test(tc, test_merge_equals_add);
 	tcase_add_test(tc, test_bucket_cap);
+	tcase_add_test(tc, test_pb_excess);
 	tcase_add_test(tc, test_wire_round_trip);
 	tcase_add_test(tc, test_pb_quantiles);
 	suite_add_tcase(s, tc);
