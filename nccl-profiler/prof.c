@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "lib/common/clock.h" /* header only: no lib/common code */
+#include "lib/common/mix.h"
 #include "pool.h"
 #include "ring.h"
 #include "sketch.h"
@@ -582,24 +583,13 @@ prof_mask_value(void)
  * half a power of two each way so that ranks of nearly equal rates settle
  * on the same shift; a smaller shift's choices include a larger one's.
  */
-static uint64_t
-prof_ks_mix(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
 /* Does a pair start at call s of the communicator with this hash? */
 static int
 prof_ks_start(uint64_t hash, uint64_t s, uint32_t shift)
 {
 	uint64_t low = shift >= 63 ? ~0ull : (1ull << shift) - 1;
 
-	return (prof_ks_mix(hash ^ (s * 0x9e3779b97f4a7c15ull)) & low) == 0;
+	return (mix64(hash ^ (s * 0x9e3779b97f4a7c15ull)) & low) == 0;
 }
 
 /* Is call s of the communicator with this hash sampled? */

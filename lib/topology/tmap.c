@@ -5,15 +5,12 @@
 
 #include "tmap.h"
 
+#include "lib/common/mix.h" /* header only */
+
 uint64_t
 tmap_mix(uint64_t x)
 {
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
+	return mix64(x);
 }
 
 uint64_t

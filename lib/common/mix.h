@@ -1,0 +1,22 @@
+/*
+ * mix.h - a 64-bit finalizer (splitmix64's): every input bit moves about
+ * half of the output bits.  Header only, so that the NCCL plugin can use
+ * it without linking lib/common.
+ */
+#ifndef C4_MIX_H
+#define C4_MIX_H
+
+#include <stdint.h>
+
+static inline uint64_t
+mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+#endif
