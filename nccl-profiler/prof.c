@@ -161,7 +161,6 @@ struct prof_comm {
 	uint32_t ncolls;
 	struct prof_coll *colls;
 	_Atomic uint64_t coll_next;
-	_Atomic uint64_t api_next; /* CollApi events (prof_ks_sampled) */
 	struct pool pool;
 	struct prof_child *child;
 	_Atomic uint64_t stale, ignored, events;
@@ -570,39 +569,41 @@ prof_mask_value(void)
  * issues collectives from one thread at a time.
  *
  * Sampled calls come in pairs, so that the GPU's gap between two
- * collectives is still measured.  Which calls: a pair starts at call s of
- * communicator c when the low ks_shift bits of a hash of (c, s) are zero.
- * Every rank of c makes the same choice, so a sampled call's extra cost
- * on the host (NCCL's proxy operations, some µs) makes all of them late
- * alike: chosen apart, each rank would be late on its own sampled calls,
- * and every rank would look like a late rank in what it measures.  The
- * bit is set for the call after this one, taken to be call s + 1 of the
- * same communicator (true of data-parallel loops; ranks that make the
- * same calls in the same order choose alike either way).  ks_shift comes
- * from the call rate, for about ks_rate pairs a second, with a margin of
- * half a power of two each way so that ranks of nearly equal rates settle
- * on the same shift; a smaller shift's choices include a larger one's.
+ * collectives is still measured.  Which calls: a pair starts at the
+ * process's collective call s when the low ks_shift bits of a hash of s
+ * are zero.
+ * Ranks whose processes make the same collective calls in the same order
+ * (the members of a data- or tensor-parallel group, whatever other
+ * communicators they interleave) make the same choice, so a sampled
+ * call's extra cost on the host (NCCL's proxy operations, some µs) makes
+ * all of them late alike: chosen apart, each rank would be late on its
+ * own sampled calls, and every rank would look like a late rank in what it
+ * measures.  ks_shift comes from the call rate, for about ks_rate pairs a
+ * second; it moves up when the rate is half a power of two above 2^shift
+ * and down when it is one and a half below, so that ranks of nearly equal
+ * rates keep the shift they share; a smaller shift's choices include a
+ * larger one's.
  */
-/* Does a pair start at call s of the communicator with this hash? */
+/* Does a pair start at the process's call s? */
 static int
-prof_ks_start(uint64_t hash, uint64_t s, uint32_t shift)
+prof_ks_start(uint64_t s, uint32_t shift)
 {
 	uint64_t low = shift >= 63 ? ~0ull : (1ull << shift) - 1;
 
-	return (mix64(hash ^ (s * 0x9e3779b97f4a7c15ull)) & low) == 0;
+	return (mix64(s * 0x9e3779b97f4a7c15ull) & low) == 0;
 }
 
-/* Is call s of the communicator with this hash sampled? */
+/* Is the process's collective call s (from 1) sampled? */
 static int
-prof_ks_sampled(uint64_t hash, uint64_t s)
+prof_ks_sampled(uint64_t s)
 {
 	uint32_t shift =
 		atomic_load_explicit(&g.ks_shift, memory_order_relaxed);
 
 	if (atomic_load_explicit(&g.ks_full, memory_order_relaxed))
 		return 1;
-	return prof_ks_start(hash, s, shift) ||
-	       (s > 1 && prof_ks_start(hash, s - 1, shift));
+	return prof_ks_start(s, shift) ||
+	       (s > 1 && prof_ks_start(s - 1, shift));
 }
 
 /*
@@ -648,7 +649,7 @@ static void *
 prof_start_collapi(struct prof_comm *c, const struct prof_descr *d)
 {
 	int prev;
-	uint64_t n, now, t0, s;
+	uint64_t n, now, t0;
 
 	/*
 	 * A captured call's kernel channels come back at every replay, and
@@ -663,15 +664,16 @@ prof_start_collapi(struct prof_comm *c, const struct prof_descr *d)
 
 	atomic_fetch_add_explicit(&g.ks_groups, 1, memory_order_relaxed);
 	n = atomic_fetch_add_explicit(&g.ks_calls, 1, memory_order_relaxed);
+	/* a window that spans a pause is left to prof_ks_adapt */
 	if (((n + 1) & 1023) == 0) {
 		now = prof_now();
 		t0 = atomic_exchange(&g.ks_t0, now);
-		if (t0 != 0 && now > t0)
+		if (t0 != 0 && now > t0 &&
+		    now - t0 <= (uint64_t)g.cfg.interval_ms * 1000000ull)
 			prof_ks_set(1024.0 * 1e9 / (double)(now - t0));
 	}
-	s = atomic_fetch_add_explicit(&c->api_next, 1, memory_order_relaxed) +
-	    1;
-	prev = prof_ks_sampled(c->hash, s + 1)
+	/* this is call n + 1: choose for call n + 2 */
+	prev = prof_ks_sampled(n + 2)
 		       ? __atomic_fetch_or(c->mask, NCCL_EV_KERNEL_CH,
 					   __ATOMIC_RELAXED)
 		       : __atomic_fetch_and(c->mask, ~NCCL_EV_KERNEL_CH,
@@ -809,8 +811,25 @@ prof_init(void **ctx, uint64_t comm_hash, int *mask, const char *name,
 	c->slot = i;
 	c->mask = mask;
 	atomic_store_explicit(&g.comms[i], c, memory_order_release);
-	if (mask != NULL)
-		__atomic_store_n(mask, prof_mask_value(), __ATOMIC_RELAXED);
+	if (mask != NULL) {
+		/*
+		 * Every bit but the kernel channels' once sampling drives
+		 * that one: a new communicator (perhaps on NCCL's own init
+		 * thread) must not change the bit chosen for the next call.
+		 */
+		int want = prof_mask_value(), cur;
+
+		cur = __atomic_load_n(mask, __ATOMIC_RELAXED);
+		while (g.ks_rate != 0 && cur != 0 &&
+		       !__atomic_compare_exchange_n(
+			       mask, &cur,
+			       (want & ~NCCL_EV_KERNEL_CH) |
+				       (cur & NCCL_EV_KERNEL_CH),
+			       0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+		if (g.ks_rate == 0 || cur == 0)
+			__atomic_store_n(mask, want, __ATOMIC_RELAXED);
+	}
 	if (g.client != NULL) {
 		memset(&r, 0, sizeof(r));
 		r.rank = (uint32_t)rank;
