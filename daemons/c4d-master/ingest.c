@@ -320,8 +320,10 @@ ing_stats(const C4__DurationStats *d, struct c4m_stats *o)
 		o->p50 = q[0] / 1e3;
 		o->p90 = q[1] / 1e3;
 		o->p99 = q[2] / 1e3;
+		/* floored above 0, which means "not given" */
 		if (d->count >= ING_WINSOR_MIN)
-			o->wsum = o->sum - sketch_pb_excess(d, q[2]) / 1e3;
+			o->wsum = fmax(o->sum - sketch_pb_excess(d, q[2]) / 1e3,
+				       1e-6);
 	} else {
 		o->p50 = o->p90 = o->p99 = o->sum / (double)o->count;
 	}
@@ -399,6 +401,7 @@ ing_window_coll(struct ing_window *w, const C4__RankCollSummary *c,
 		o->done_at_enqueue =
 			p->has_completed_at_enqueue && p->completed_at_enqueue;
 		o->carried = p->has_carried && p->carried;
+		o->stuck = p->n_stuck_peers > 0;
 	}
 	o->t_first_ns = (int64_t)c->first_start_ns;
 	if (op != NULL) {

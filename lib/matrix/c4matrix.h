@@ -163,6 +163,7 @@ struct c4m_coll {
 	int64_t t_first_ns;
 	uint8_t done_at_enqueue; /* seq_done read at enqueue, not the GPU */
 	uint8_t carried;	 /* markers repeated by the agent (silent) */
+	uint8_t stuck; /* the rank has ops open to a peer, nothing moving */
 };
 
 /*

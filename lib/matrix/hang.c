@@ -119,7 +119,7 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 {
 	const struct comm *c = &m->comms[ci];
 	struct c4m_event e;
-	uint32_t i, found = 0;
+	uint32_t i, sr, found = 0;
 
 	for (i = 0; i < m->nstuck; i++) {
 		const struct cell *x = &m->cells[m->stuck[i]];
@@ -168,7 +168,16 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 	}
 	if (found > 0)
 		return 0;
-	/* all entered, nothing says which connection: name the op */
+	/*
+	 * All entered and no connection summary says which connection: name
+	 * the op, and the first member that reports ops open to a peer with
+	 * nothing moving (rank 0 when none does).
+	 */
+	for (sr = 0; sr < c->nranks; sr++)
+		if (c->rs[sr].seen_iv == m->iv + 1 && c->rs[sr].stuck)
+			break;
+	if (sr == c->nranks)
+		sr = 0;
 	memset(&e, 0, sizeof(e));
 	e.kind = C4M_EV_COMM_HANG;
 	e.comm = c->hash;
@@ -178,9 +187,9 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 	e.confidence = 0.5;
 	e.hang_seq = k;
 	e.action = C4M_ACT_INVESTIGATE;
-	matrix_suspect_dev(m, &e.suspects[0], c->dev[0], C4M_ROLE_RANK);
+	matrix_suspect_dev(m, &e.suspects[0], c->dev[sr], C4M_ROLE_RANK);
 	e.suspects[0].comm = c->hash;
-	e.suspects[0].rank = e.suspects[0].peer_rank = 0;
+	e.suspects[0].rank = e.suspects[0].peer_rank = sr;
 	e.nsuspects = 1;
 	e.isolate_host = e.suspects[0].host;
 	return persist_observe(m, persist_key(C4M_EV_COMM_HANG, c->hash, ~0ull),
@@ -219,20 +228,28 @@ hang_behind(const struct matrix *m, const struct comm *c, uint64_t k)
 /*
  * With completion read at enqueue, a communicator stuck on the network
  * reads as done too: every member entered the op and reported it done.
- * What still tells it from a quiet one is a connection of it with chunks
- * posted and no byte moved this interval, on a member whose completion
- * was read at enqueue.
+ * What still tells it from a quiet one, where some member's completion
+ * was read at enqueue: a member that reports ops open to a peer with
+ * nothing moving (Progress.stuck_peers: what the NCCL plugin sends when
+ * no proxy op finished, so no connection summary comes), or a connection
+ * summary of it with chunks posted and no byte moved this interval.
  */
 static int
 hang_enq_stuck(const struct matrix *m, const struct comm *c, uint32_t ci)
 {
 	uint32_t r, i;
-	int enq = 0;
+	int enq = 0, stuck = 0;
 
-	for (r = 0; r < c->nranks && !enq; r++)
-		enq = c->rs[r].seen_iv == m->iv + 1 && c->rs[r].enq;
+	for (r = 0; r < c->nranks; r++) {
+		if (c->rs[r].seen_iv != m->iv + 1)
+			continue;
+		enq |= c->rs[r].enq;
+		stuck |= c->rs[r].stuck;
+	}
 	if (!enq)
 		return 0;
+	if (stuck)
+		return 1;
 	for (i = 0; i < m->nstuck; i++) {
 		const struct cell *x = &m->cells[m->stuck[i]];
 

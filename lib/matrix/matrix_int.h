@@ -88,6 +88,7 @@ struct crank {
 	uint64_t done;
 	uint8_t enq;	  /* done read at enqueue (c4m_coll.done_at_enqueue) */
 	uint8_t carried;  /* only the agent's repeat of older markers */
+	uint8_t stuck;	  /* reported ops open to a peer, nothing moving */
 	uint64_t seen_iv; /* interval + 1 of the last summary */
 	float gbase;	  /* gap, log, relative to the comm median */
 	float gvar;	  /* its clean samples' variance (small comms) */

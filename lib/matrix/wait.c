@@ -43,6 +43,7 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 			rs->enter = rs->done = 0;
 			rs->enq = 0;
 			rs->carried = 1;
+			rs->stuck = 0;
 			rs->gs = rs->ks = rs->ws = 0;
 			rs->gn = rs->kn = rs->wn = 0;
 		}
@@ -55,6 +56,8 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 			rs->enq = s->done_at_enqueue;
 		if (!s->carried)
 			rs->carried = 0;
+		if (s->stuck)
+			rs->stuck = 1;
 		if (d->blk_iv != m->iv) {
 			d->blk_iv = m->iv;
 			d->blocked = 0;

@@ -24,7 +24,9 @@
  */
 /*
  * ENQ_COMM: as QUIET, but connection 1->2 has chunks posted and moves
- * nothing: stuck on the network behind ops that read as done.
+ * nothing: stuck on the network behind ops that read as done.  ENQ_PEER:
+ * the same, but no connection summary comes (nothing finished to report);
+ * rank 1's progress says it has ops open to a peer with nothing moving.
  */
 enum scenario {
 	NONCOMM,
@@ -34,7 +36,8 @@ enum scenario {
 	ENQUEUED,
 	QUIET,
 	STALE,
-	ENQ_COMM
+	ENQ_COMM,
+	ENQ_PEER
 };
 
 struct result {
@@ -95,8 +98,9 @@ run(enum scenario sc, struct result *res)
 			if (hung && (sc == NONCOMM || sc == EXPLAINED) &&
 			    r == 3)
 				enter = done; /* never entered op k */
-			if (hung && (sc == ENQUEUED || sc == QUIET ||
-				     sc == STALE || sc == ENQ_COMM))
+			if (hung &&
+			    (sc == ENQUEUED || sc == QUIET || sc == STALE ||
+			     sc == ENQ_COMM || sc == ENQ_PEER))
 				rdone = enter; /* done when enqueued */
 			if (hung && (sc == ENQUEUED || sc == STALE) && r == 3)
 				enter = rdone = done;
@@ -105,8 +109,9 @@ run(enum scenario sc, struct result *res)
 			coll[n - 1].done_at_enqueue =
 				hung &&
 				(sc == ENQUEUED || sc == QUIET || sc == STALE ||
-				 sc == ENQ_COMM) &&
+				 sc == ENQ_COMM || sc == ENQ_PEER) &&
 				rdone > done;
+			coll[n - 1].stuck = hung && sc == ENQ_PEER && r == 1;
 			coll[n - 1].carried = sc == STALE && r == 3;
 		}
 		for (r = 0; r < 4; r++) {
@@ -204,6 +209,12 @@ START_TEST(test_enqueued_completion_hang_and_quiet)
 	ck_assert_uint_eq(r.first[C4M_EV_COMM_HANG].suspects[0].peer_host, 2);
 	ck_assert_uint_le(r.open_iv[C4M_EV_COMM_HANG],
 			  HANG + C4M_DEF_HANG_TIMEOUT);
+	/* no connection summary, rank 1 reports a stuck peer: named */
+	run(ENQ_PEER, &r);
+	ck_assert_uint_eq(r.opened[C4M_EV_COMM_HANG], 1);
+	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
+	ck_assert_uint_eq(r.first[C4M_EV_COMM_HANG].suspects[0].rank, 1);
+	ck_assert_uint_eq(r.first[C4M_EV_COMM_HANG].suspects[0].host, 1);
 }
 END_TEST
 
