@@ -278,11 +278,15 @@ START_TEST(test_probe_fabric)
 	ck_assert_int_eq(c4p_client_request(&cl, &rq, 1, ports, errs), 0);
 	snprintf(cable, sizeof(cable), "leaf0-%s", ports[0].spine);
 
-	/* The cable goes down in the fabric; the master must notice. */
+	/*
+	 * The cable goes down in the fabric; the master must notice.  The
+	 * bound only ends a broken run: a loaded machine (two sanitizer
+	 * builds testing at once) took more than 3 intervals + 5 s.
+	 */
 	t0 = th_now_ms();
 	ck_assert_int_eq(fabric("link", "down", cable), 0);
 	moved = c4p_client_poll(&cl, "comm/h0-h4", ports, 16,
-				INTERVAL_MS * 3 + 5000);
+				INTERVAL_MS * 3 + 25000);
 	dt = th_now_ms() - t0;
 	ck_assert_int_gt(moved, 0);
 	printf("metric probe_link_down_to_reassign_ms %ld ms (interval %d)\n",
