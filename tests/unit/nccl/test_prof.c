@@ -600,6 +600,29 @@ START_TEST(test_progress_of_a_stuck_op)
 END_TEST
 
 /*
+ * One collective call as NCCL 2.28 makes it: CollApi (graph: captured),
+ * then its Coll.
+ */
+static void *
+api_coll(void *ctx, int graph)
+{
+	struct prof_descr api = {.type = NCCL_EV_COLL_API, .graph = graph};
+	struct prof_descr d = {.type = NCCL_EV_COLL,
+			       .func = C4CLIENT_ALLREDUCE,
+			       .bytes = 4096,
+			       .nchannels = 1};
+	void *a, *c;
+
+	prof_start(ctx, &a, &api);
+	ck_assert_ptr_nonnull(a);
+	d.parent = a;
+	prof_start(ctx, &c, &d);
+	prof_stop(c);
+	prof_stop(a);
+	return c;
+}
+
+/*
  * Kernel-channel sampling (NCCL 2.28): each call's CollApi event sets
  * NCCL's mask for the call after and hands the call's own choice (what
  * NCCL copied, read here before the event as NCCL reads it) to its Coll.
@@ -625,21 +648,10 @@ START_TEST(test_kernel_sampling)
 	prof_init(&ctx, 9, &mask, NULL, 1, 2, 0);
 	for (unsigned i = 0; i < 4000; i++) {
 		int copied = (mask & NCCL_EV_KERNEL_CH) != 0;
-		struct prof_descr api = {.type = NCCL_EV_COLL_API};
-		struct prof_descr d = {.type = NCCL_EV_COLL,
-				       .func = C4CLIENT_ALLREDUCE,
-				       .bytes = 4096,
-				       .nchannels = 1};
 		struct prof_descr kd = {.type = NCCL_EV_KERNEL_CH,
 					.ptimer = 10000ull * (i + 1)};
-		void *a, *c, *k;
+		void *c = api_coll(ctx, 0), *k;
 
-		prof_start(ctx, &a, &api);
-		ck_assert_ptr_nonnull(a);
-		d.parent = a;
-		prof_start(ctx, &c, &d);
-		prof_stop(c);
-		prof_stop(a);
 		if (copied) {
 			kd.parent = c;
 			prof_start(ctx, &k, &kd);
@@ -692,25 +704,12 @@ END_TEST
 static void *
 ks_call(void *ctx, int *mask, int sampled, int graph)
 {
-	struct prof_descr api = {.type = NCCL_EV_COLL_API, .graph = graph};
-	struct prof_descr d = {.type = NCCL_EV_COLL,
-			       .func = C4CLIENT_ALLREDUCE,
-			       .bytes = 4096,
-			       .nchannels = 1};
-	void *a, *c;
-
 	/* what NCCL copied for this call, as if the call before chose it */
 	if (sampled)
 		*mask |= NCCL_EV_KERNEL_CH;
 	else
 		*mask &= ~NCCL_EV_KERNEL_CH;
-	prof_start(ctx, &a, &api);
-	ck_assert_ptr_nonnull(a);
-	d.parent = a;
-	prof_start(ctx, &c, &d);
-	prof_stop(c);
-	prof_stop(a);
-	return c;
+	return api_coll(ctx, graph);
 }
 
 /*
