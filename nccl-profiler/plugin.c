@@ -23,7 +23,8 @@
  *                            drops, stale handles, ...) on stderr when
  *                            the last communicator is finalized; 2:
  *                            also one line per op kind and interval
- *                            (kernel and gap counts and means)
+ *                            (kernel and gap counts, means, the gap's
+ *                            quantiles, the sampling shift)
  *   C4_PROFILER_POOL, C4_PROFILER_RING, C4_PROFILER_COLLS  pool sizes
  */
 #include <pthread.h>

@@ -16,6 +16,7 @@
 #include "prof.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <signal.h>
@@ -191,7 +192,7 @@ static struct {
 	/* kernel-channel sampling (prof_ks_sampled); ks_rate 0: every call */
 	uint32_t ks_rate;	     /* sampled pairs per second wanted */
 	_Atomic uint32_t ks_shift;   /* a pair starts at 1 call in 2^shift */
-	_Atomic uint64_t ks_groups;  /* calls since the last report */
+	uint64_t ks_adapted;	     /* ks_calls at the last prof_ks_adapt */
 	_Atomic uint64_t ks_calls;   /* calls ever (the fast estimate) */
 	_Atomic uint64_t ks_t0;	     /* prof_now() at the last 1024th */
 	_Atomic uint64_t ks_sampled; /* calls with kernel channels, ever */
@@ -614,18 +615,13 @@ prof_ks_sampled(uint64_t s)
 static void
 prof_ks_set(double per_s)
 {
-	const double r2 = 1.4142135623730951; /* half a power of two */
 	uint32_t k = atomic_load_explicit(&g.ks_shift, memory_order_relaxed);
-	double ratio = per_s / (double)g.ks_rate, p = 1.0;
-	uint32_t j = 0;
+	double want = log2(per_s / (double)g.ks_rate);
 
-	for (; k > 0 && j < k; j++)
-		p *= 2.0; /* p = 2^k */
-	if (!(ratio > p * r2) && !(ratio < p / (2.0 * r2)))
+	if (!(want > k + 0.5) && !(want < k - 1.5))
 		return;
-	for (j = 0, p = r2; ratio >= p && j < 40; j++)
-		p *= 2.0; /* j = log2(ratio), rounded */
-	atomic_store(&g.ks_shift, j);
+	want = want < 0.5 ? 0.0 : floor(want + 0.5);
+	atomic_store(&g.ks_shift, want > 40.0 ? 40u : (uint32_t)want);
 }
 
 /*
@@ -637,8 +633,9 @@ prof_ks_set(double per_s)
 static void
 prof_ks_adapt(void)
 {
-	uint64_t n = atomic_exchange(&g.ks_groups, 0);
+	uint64_t calls = atomic_load(&g.ks_calls), n = calls - g.ks_adapted;
 
+	g.ks_adapted = calls;
 	if (g.ks_rate == 0 || n == 0)
 		return;
 	prof_ks_set((double)n * 1000.0 / (double)g.cfg.interval_ms);
@@ -662,7 +659,6 @@ prof_start_collapi(struct prof_comm *c, const struct prof_descr *d)
 	if (d->graph && !atomic_load_explicit(&g.ks_full, memory_order_relaxed))
 		atomic_store(&g.ks_full, 1);
 
-	atomic_fetch_add_explicit(&g.ks_groups, 1, memory_order_relaxed);
 	n = atomic_fetch_add_explicit(&g.ks_calls, 1, memory_order_relaxed);
 	/* a window that spans a pause is left to prof_ks_adapt */
 	if (((n + 1) & 1023) == 0) {
@@ -817,18 +813,16 @@ prof_init(void **ctx, uint64_t comm_hash, int *mask, const char *name,
 		 * that one: a new communicator (perhaps on NCCL's own init
 		 * thread) must not change the bit chosen for the next call.
 		 */
-		int want = prof_mask_value(), cur;
+		int want = prof_mask_value();
 
-		cur = __atomic_load_n(mask, __ATOMIC_RELAXED);
-		while (g.ks_rate != 0 && cur != 0 &&
-		       !__atomic_compare_exchange_n(
-			       mask, &cur,
-			       (want & ~NCCL_EV_KERNEL_CH) |
-				       (cur & NCCL_EV_KERNEL_CH),
-			       0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			;
-		if (g.ks_rate == 0 || cur == 0)
+		if (g.ks_rate != 0 && __atomic_load_n(mask, __ATOMIC_RELAXED)) {
+			__atomic_fetch_and(mask, want | NCCL_EV_KERNEL_CH,
+					   __ATOMIC_RELAXED);
+			__atomic_fetch_or(mask, want & ~NCCL_EV_KERNEL_CH,
+					  __ATOMIC_RELAXED);
+		} else {
 			__atomic_store_n(mask, want, __ATOMIC_RELAXED);
+		}
 	}
 	if (g.client != NULL) {
 		memset(&r, 0, sizeof(r));
@@ -2090,7 +2084,7 @@ prof_open(const struct prof_config *cfg)
 					   : cfg->base_mask;
 	g.ks_rate = (g.base_mask & NCCL_EV_KERNEL_CH) ? cfg->kernel_sample : 0;
 	atomic_store(&g.ks_shift, 0); /* every call until a rate is known */
-	atomic_store(&g.ks_groups, 0);
+	g.ks_adapted = 0;
 	atomic_store(&g.ks_calls, 0);
 	atomic_store(&g.ks_t0, 0);
 	atomic_store(&g.ks_sampled, 0);

@@ -25,7 +25,17 @@ clock_ns(clockid_t id)
  * interval instead of waiting up to a whole interval at each stage.
  * Clocks of a cluster agree to well under the offsets (NTP or PTP); a
  * stage whose clock is off by more only hands its data on a tick later.
- *
+ */
+
+/* now's distance past tick 0 of (interval, offset), 0 before it. */
+static inline uint64_t
+clock_tick_phase(uint64_t now, uint64_t interval, uint64_t offset)
+{
+	offset %= interval;
+	return now >= offset ? now - offset : 0;
+}
+
+/*
  * clock_tick_next: the wall-clock time of the tick after the one nearest
  * to now.  A timer that fires a little early or late thus still moves on
  * by one interval; one that fires several intervals late skips the missed
@@ -34,15 +44,12 @@ clock_ns(clockid_t id)
 static inline uint64_t
 clock_tick_next(uint64_t now, uint64_t interval, uint64_t offset)
 {
-	uint64_t base, k;
+	uint64_t k;
 
 	if (interval == 0)
 		return now;
-	offset %= interval;
-	/* the phase of now against the ticks, then the nearest tick */
-	base = now >= offset ? now - offset : 0;
-	k = (base + interval / 2) / interval;
-	return (k + 1) * interval + offset;
+	k = (clock_tick_phase(now, interval, offset) + interval / 2) / interval;
+	return (k + 1) * interval + offset % interval;
 }
 
 /*
@@ -57,13 +64,11 @@ clock_tick_next(uint64_t now, uint64_t interval, uint64_t offset)
 static inline uint64_t
 clock_tick_first(uint64_t now, uint64_t interval, uint64_t offset)
 {
-	uint64_t base;
-
 	if (interval == 0)
 		return now;
-	offset %= interval;
-	base = now >= offset ? now - offset : 0;
-	return (base / interval + 1) * interval + offset;
+	return (clock_tick_phase(now, interval, offset) / interval + 1) *
+		       interval +
+	       offset % interval;
 }
 
 #endif

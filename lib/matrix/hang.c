@@ -109,6 +109,13 @@ hang_missing(struct matrix *m, const struct comm *c, uint32_t rank, uint64_t k)
 			       &e, PERSIST_IMMEDIATE, NULL);
 }
 
+/* A cell of comm ci with chunks posted and still no byte moved. */
+static int
+hang_cell_stuck(const struct cell *x, uint32_t ci)
+{
+	return x->comm == ci && x->bytes == 0;
+}
+
 /*
  * Communication hang of comm ci at op k: one candidate per connection with
  * chunks posted and no bytes moved, or, with no such marker, one ambiguous
@@ -125,7 +132,7 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 		const struct cell *x = &m->cells[m->stuck[i]];
 		const struct dev *a, *b;
 
-		if (x->comm != ci || x->bytes != 0)
+		if (!hang_cell_stuck(x, ci))
 			continue;
 		a = &m->devs[c->dev[x->src]];
 		b = &m->devs[c->dev[x->dst]];
@@ -250,12 +257,9 @@ hang_enq_stuck(const struct matrix *m, const struct comm *c, uint32_t ci)
 		return 0;
 	if (stuck)
 		return 1;
-	for (i = 0; i < m->nstuck; i++) {
-		const struct cell *x = &m->cells[m->stuck[i]];
-
-		if (x->comm == ci && x->bytes == 0)
+	for (i = 0; i < m->nstuck; i++)
+		if (hang_cell_stuck(&m->cells[m->stuck[i]], ci))
 			return 1;
-	}
 	return 0;
 }
 

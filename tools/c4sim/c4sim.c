@@ -145,10 +145,7 @@ sim_on_signal(int sig)
 static uint64_t
 sim_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return clock_ns(CLOCK_MONOTONIC) / 1000000u;
 }
 
 /*
