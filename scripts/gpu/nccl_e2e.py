@@ -18,7 +18,11 @@ command) and writes, in DIR:
   rank<i>.log      each worker's output
 
 Scenarios: healthy; slow (from --slow-after seconds on, rank --fault-rank
-issues each collective later: extra host work of --slow-frac of a step);
+issues each collective later: before each, GPU matmuls costing
+--slow-frac of a step over the collectives of a step, or with
+--slow-work sleep a host sleep that long, which the GPU hides while it
+still runs the previous collective; result.json gives the step slowdown
+measured);
 hang (that rank stops issuing collectives for --hang-for seconds, then
 resumes, so the job ends cleanly).  The network scenarios are 'healthy' runs whose shaping is
 done by the calling script (scripts/gpu-e2e).
@@ -63,12 +67,51 @@ def worker(a):
     n = int(a.bucket_mb * (1 << 20) / 4)
     bufs = [torch.zeros(n, device=dev) for _ in range(a.buckets)]
 
+    work = None  # the slow rank's GPU work before each collective
+
     def step(delay=0.0):
         for b in bufs:
-            if delay > 0:
+            if delay > 0 and work is not None:
+                for _ in range(work[1]):
+                    torch.mm(work[0], work[0], out=work[2])
+            elif delay > 0:
                 time.sleep(delay)
             dist.all_reduce(b)
         torch.cuda.synchronize()
+
+    def mm_time(x, y, reps):
+        """GPU seconds of one x @ x (CUDA events, after a warm-up).
+
+        A long matmul first keeps the GPU busy while the timed ones are
+        queued, so that their launches (host time) are not measured."""
+        torch.mm(x, x, out=y)
+        big = torch.rand(4096, 4096, device=dev)
+        torch.mm(big, big)
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(reps):
+            torch.mm(x, x, out=y)
+        e1.record()
+        e1.synchronize()
+        return e0.elapsed_time(e1) / 1e3 / reps
+
+    def gpu_work(target):
+        """A square matmul and a count that cost about target GPU seconds.
+
+        A synchronous all_reduce makes the compute stream wait for it, and
+        the next one waits for the compute stream: work queued there in
+        between delays every collective by its GPU time.  A host sleep
+        is hidden while the GPU is still busy with the previous one."""
+        n = 128
+        while True:
+            x = torch.rand(n, n, device=dev)
+            y = torch.empty_like(x)
+            t = mm_time(x, y, 20)
+            if t >= target / 2 or n >= 8192:
+                break
+            n *= 2
+        return x, max(1, round(target / t)), y, n, t
 
     for _ in range(3):
         step()
@@ -87,6 +130,9 @@ def worker(a):
     slow = a.scenario == "slow" and a.rank == a.fault_rank
     hang = a.scenario == "hang" and a.rank == a.fault_rank
     delay = a.slow_frac * t_step / len(bufs) if slow else 0.0
+    if slow and a.slow_work == "gpu":
+        work = gpu_work(delay)
+        mark("slow_work", n=work[3], reps=work[1], mm_s=work[4])
     hang_step = int(a.fault_after / max(t_step, 1e-4))
     mark("start", step_s=t_step, bucket_mb=a.bucket_mb,
          buckets=a.buckets)
@@ -98,7 +144,8 @@ def worker(a):
     done = 0
     while done < steps:
         if slow_at is not None and not slow_on and now() >= slow_at:
-            mark("fault_start", kind="slow", delay_s=delay)
+            mark("fault_start", kind="slow", delay_s=delay,
+                 work=a.slow_work)
             slow_on = True
         if hang and done == hang_step:
             mark("fault_start", kind="hang", hang_for=a.hang_for)
@@ -254,7 +301,8 @@ def launch(a):
                "--master-addr", a.master_addr_fmt.format(rank=0),
                "--master-port", str(port), "--timeline", tl,
                "--scenario", a.scenario, "--fault-rank", str(a.fault_rank),
-               "--slow-frac", str(a.slow_frac), "--hang-for",
+               "--slow-frac", str(a.slow_frac),
+               "--slow-work", a.slow_work, "--hang-for",
                str(a.hang_for), "--fault-after", str(a.fault_after),
                "--slow-after", str(a.slow_after),
                "--duration", str(a.duration), "--max-steps",
@@ -306,6 +354,21 @@ def launch(a):
         res["steps"] = ends[0].get("steps")
     fault = [m["t"] for m in marks if m["what"] == "fault_start"]
     t_fault = fault[0] if fault else None
+    if a.scenario == "slow" and t_fault is not None:
+        # What the lag cost: rank 0's median step after the fault over
+        # before it (a second either side left out).
+        def med(v):
+            v = sorted(v)
+            return v[len(v) // 2] if v else None
+        pre = med([m["last_step_s"] for m in marks
+                   if m["what"] == "progress" and m["rank"] == 0
+                   and m["t"] < t_fault - 1])
+        post = med([m["last_step_s"] for m in marks
+                    if m["what"] == "progress" and m["rank"] == 0
+                    and m["t"] > t_fault + 1])
+        if pre and post:
+            res["slow_work"] = a.slow_work
+            res["step_slowdown"] = round(post / pre, 3)
     if poll:
         res["events_cmd"] = poll.have_events_cmd
         if poll.first_open is not None:
@@ -385,6 +448,9 @@ def main():
     ap.add_argument("--expect-fault-rank", action="store_true",
                     help="healthy run whose fault is outside (tc)")
     ap.add_argument("--slow-frac", type=float, default=0.2)
+    ap.add_argument("--slow-work", default="gpu", choices=["gpu", "sleep"],
+                    help="the slow rank's extra work before each "
+                    "collective: GPU matmuls, or a host sleep")
     ap.add_argument("--hang-for", type=float, default=10.0)
     ap.add_argument("--interval-s", type=float, default=1.0,
                     help="detection interval, for the slow bound")
