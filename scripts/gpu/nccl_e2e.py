@@ -108,7 +108,9 @@ def worker(a):
             x = torch.rand(n, n, device=dev)
             y = torch.empty_like(x)
             t = mm_time(x, y, 20)
-            if t >= target / 2 or n >= 8192:
+            # each doubling of n costs 8x: several of a smaller one
+            # come closer to the target than one of the next size
+            if t >= target / 8 or n >= 8192:
                 break
             n *= 2
         return x, max(1, round(target / t)), y, n, t
