@@ -32,6 +32,7 @@
 #define C4M_STAT_SAMPLE	 2048 /* class statistics from about this many */
 #define C4M_INV_MAX	 64   /* longest running-mean start of a baseline */
 #define C4M_VAR_PRIOR	 8.0f /* weight of the class spread in a cell's noise */
+#define C4M_GAP_QMIN	 20   /* gap samples for quantiles as its location */
 #define C4M_MEM_HDR	 16u  /* bytes before each counted allocation */
 
 /* ---- default parameters (see docs/detection.md) ------------------------ */

@@ -93,10 +93,11 @@ struct crank {
 	float gbase;	  /* gap, log, relative to the comm median */
 	float gvar;	  /* its clean samples' variance (small comms) */
 	uint8_t gwarm;
-	float lg;	   /* log mean gap this interval */
+	float lg;	   /* log gap location this interval (wait_loc) */
 	float lk;	   /* log mean kernel time */
 	float lw;	   /* log wait per step, NAN when none */
 	double gs, ks, ws; /* sums over this interval's summaries */
+	double gl;	   /* wait_loc of each summary times its count */
 	uint64_t gn, kn, wn;
 };
 

@@ -16,6 +16,27 @@
 #include "matrix_int.h"
 
 /*
+ * Where one summary's gaps lie (us): the geometric mean of their median
+ * and 90th percentile, from C4M_GAP_QMIN samples on, else their
+ * (winsorized) mean.  A training loop's gaps are two crowds, collectives
+ * back to back inside a step and the compute between steps; a late rank
+ * shows in either, so the median alone would miss lateness before a
+ * step's first collective only, and the 90th percentile alone would
+ * ignore the bulk.  Neither moves with the pause of milliseconds that
+ * now and then lands in one of a few hundred sampled gaps, which made
+ * the mean of a healthy member wander by a third from one interval to
+ * the next and hid a rank late by a fifth of its step.
+ */
+static double
+wait_loc(const struct c4m_stats *g)
+{
+	if (g->count >= C4M_GAP_QMIN && g->p50 > 0 && g->p90 >= g->p50 &&
+	    isfinite(g->p90))
+		return sqrt(g->p50 * g->p90);
+	return (g->wsum > 0 ? g->wsum : g->sum) / (double)g->count;
+}
+
+/*
  * Take the per-rank collective and wait summaries: progress markers, the
  * blocked flag of each device, and this interval's gap, kernel and wait
  * samples. Summaries naming unknown communicators or ranks are skipped.
@@ -44,7 +65,7 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 			rs->enq = 0;
 			rs->carried = 1;
 			rs->stuck = 0;
-			rs->gs = rs->ks = rs->ws = 0;
+			rs->gs = rs->ks = rs->ws = rs->gl = 0;
 			rs->gn = rs->kn = rs->wn = 0;
 		}
 		if (s->seq_enter > rs->enter)
@@ -70,6 +91,7 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 			continue;
 		/* the gap above its p99 counts as p99 (c4m_stats.wsum) */
 		rs->gs += s->gap.wsum > 0 ? s->gap.wsum : s->gap.sum;
+		rs->gl += wait_loc(&s->gap) * (double)s->gap.count;
 		rs->gn += s->gap.count;
 		rs->ks += s->kernel.sum;
 		rs->kn += s->kernel.count;
@@ -166,8 +188,9 @@ wait_own_sigma(const struct matrix *m, const struct crank *rs)
 
 /*
  * What a late member costs its communicator (log units): the part x of
- * its gap beyond the usual, over the cycle of one op without it (the
- * usual gap and the member's own kernel time, which is the transfer alone
+ * its mean gap beyond the usual (x is measured on the gaps' location,
+ * wait_loc, and applied to their mean), over the cycle of one op without it
+ * (the usual gap and the member's own kernel time, which is the transfer alone
  * since it waits for nobody).  Everyone else waits that long, so this is
  * the slowdown of the collectives, while x is that of the gap alone: a
  * gap of microseconds between back-to-back collectives can grow by a
@@ -244,7 +267,7 @@ wait_comm(struct matrix *m, struct comm *c)
 
 		if (!wait_fresh(m, rs))
 			continue;
-		rs->lg = logf((float)(rs->gs / (double)rs->gn));
+		rs->lg = logf((float)(rs->gl / (double)rs->gn));
 		v[n++] = rs->lg;
 	}
 	if (n < wait_quorum(m, c) || n * 2 < c->nranks)
