@@ -1,0 +1,292 @@
+/*
+ * trace.c: the plugin's per-interval trace (C4_PROFILER_STATS=2) read
+ * back and fed to the C4D engine (trace.h).
+ */
+#include "trace.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRACE_TAG	"c4-nccl-profiler: pid "
+#define TRACE_LINE_MAX	4096
+#define TRACE_MAX_RANKS 65536
+#define TRACE_MAX_IV	(1u << 24)
+
+/* Next "name value" pair of s: the value after name, as a double. */
+static int
+trace_field(const char **s, const char *name, double *v, const char **why)
+{
+	size_t n = strlen(name);
+	char *end;
+
+	while (**s == ' ')
+		(*s)++;
+	if (strncmp(*s, name, n) != 0 || (*s)[n] != ' ') {
+		*why = name;
+		return -1;
+	}
+	*s += n + 1;
+	errno = 0;
+	*v = strtod(*s, &end);
+	if (end == *s || errno != 0 || !(*v >= 0)) {
+		*why = name;
+		return -1;
+	}
+	*s = end;
+	return 0;
+}
+
+int
+trace_parse_line(const char *line, struct trace_row *r, const char **why)
+{
+	static const char *const names[] = {
+		"rank",	      "interval",	"func",	      "ops",
+		"kernel_n",   "kernel_mean_ns", "gap_n",      "gap_mean_ns",
+		"gap_p50_ns", "gap_p90_ns",	"gap_p99_ns", "gap_max_ns",
+	};
+	double v[sizeof(names) / sizeof(names[0])];
+	const char *s = strstr(line, TRACE_TAG), *p;
+	char *end;
+	size_t i;
+
+	*why = NULL;
+	if (s == NULL)
+		return 0;
+	/* the plugin's other lines (its counters at exit) carry no comm */
+	p = strstr(s, " comm ");
+	if (p == NULL || strstr(s, " interval ") == NULL)
+		return 0;
+	memset(r, 0, sizeof(*r));
+	p += strlen(" comm ");
+	errno = 0;
+	r->comm = strtoull(p, &end, 16);
+	if (end == p || *end != ' ' || errno != 0) {
+		*why = "comm (16 hex digits)";
+		return -1;
+	}
+	s = end;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *w;
+
+		if (trace_field(&s, names[i], &v[i], &w) < 0) {
+			*why = w;
+			return -1;
+		}
+	}
+	if (v[0] >= TRACE_MAX_RANKS || v[1] >= TRACE_MAX_IV) {
+		*why = v[0] >= TRACE_MAX_RANKS ? "rank" : "interval";
+		return -1;
+	}
+	if (v[8] > v[9] || v[9] > v[10]) {
+		*why = "gap quantiles out of order";
+		return -1;
+	}
+	r->rank = (uint32_t)v[0];
+	r->interval = (uint32_t)v[1];
+	r->func = (uint32_t)v[2];
+	r->ops = (uint64_t)v[3];
+	r->kernel_n = (uint64_t)v[4];
+	r->kernel_mean_ns = (uint64_t)v[5];
+	r->gap_n = (uint64_t)v[6];
+	r->gap_mean_ns = (uint64_t)v[7];
+	r->gap_p50_ns = v[8];
+	r->gap_p90_ns = v[9];
+	r->gap_p99_ns = v[10];
+	r->gap_max_ns = (uint64_t)v[11];
+	return 1;
+}
+
+int
+trace_read(struct trace *t, FILE *f, const char *name, FILE *err)
+{
+	char line[TRACE_LINE_MAX];
+	size_t lineno = 0;
+
+	while (fgets(line, sizeof(line), f) != NULL) {
+		struct trace_row r;
+		const char *why;
+		int rc;
+
+		lineno++;
+		t->lines++;
+		rc = trace_parse_line(line, &r, &why);
+		if (rc < 0) {
+			t->malformed++;
+			if (err != NULL)
+				fprintf(err, "%s:%zu: trace line: bad %s\n",
+					name, lineno, why);
+			continue;
+		}
+		if (rc == 0)
+			continue;
+		if (t->nrows == t->cap) {
+			size_t cap = t->cap ? 2 * t->cap : 256;
+			struct trace_row *n =
+				realloc(t->rows, cap * sizeof(*n));
+
+			if (n == NULL)
+				return -1;
+			t->rows = n;
+			t->cap = cap;
+		}
+		t->rows[t->nrows++] = r;
+	}
+	return ferror(f) ? -1 : 0;
+}
+
+/* Rows ordered by interval, then communicator, rank and function. */
+static int
+trace_cmp(const void *a, const void *b)
+{
+	const struct trace_row *x = a, *y = b;
+
+	if (x->interval != y->interval)
+		return x->interval < y->interval ? -1 : 1;
+	if (x->comm != y->comm)
+		return x->comm < y->comm ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->func < y->func ? -1 : x->func > y->func;
+}
+
+struct trace_comm {
+	uint64_t hash;
+	uint32_t nranks;
+	uint64_t *seq; /* ops so far, per rank: the progress markers */
+};
+
+static struct trace_comm *
+trace_comm_find(struct trace_comm *c, size_t n, uint64_t hash)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (c[i].hash == hash)
+			return &c[i];
+	return NULL;
+}
+
+/* One trace row as the summary an agent would have passed on. */
+static void
+trace_coll(const struct trace_row *r, uint64_t seq, struct c4m_coll *c)
+{
+	double gsum = (double)r->gap_mean_ns * (double)r->gap_n / 1e3;
+
+	memset(c, 0, sizeof(*c));
+	c->comm = r->comm;
+	c->rank = r->rank;
+	c->nops = (uint32_t)(r->ops > UINT32_MAX ? UINT32_MAX : r->ops);
+	c->seq_enter = c->seq_done = seq;
+	c->kernel.count = r->kernel_n;
+	c->kernel.sum = (double)r->kernel_mean_ns * (double)r->kernel_n / 1e3;
+	c->kernel.p50 = c->kernel.p90 = c->kernel.p99 =
+		(double)r->kernel_mean_ns / 1e3;
+	c->gap.count = r->gap_n;
+	c->gap.sum = gsum;
+	c->gap.p50 = r->gap_p50_ns / 1e3;
+	c->gap.p90 = r->gap_p90_ns / 1e3;
+	c->gap.p99 = r->gap_p99_ns / 1e3;
+	c->gap.max = (double)r->gap_max_ns / 1e3;
+	/*
+	 * The master caps each gap above p99 at p99 from 100 gaps on; the
+	 * trace gives only the largest, so that one alone is capped.
+	 */
+	if (r->gap_n >= 100 && (double)r->gap_max_ns > r->gap_p99_ns)
+		c->gap.wsum =
+			gsum - ((double)r->gap_max_ns - r->gap_p99_ns) / 1e3;
+}
+
+int
+trace_replay(const struct trace *t, const struct c4m_params *p,
+	     void (*cb)(void *arg, uint64_t interval,
+			const struct c4m_event *e),
+	     void *arg)
+{
+	struct trace_row *rows = NULL;
+	struct trace_comm *comms = NULL;
+	struct c4m_coll *coll = NULL;
+	struct matrix *m = NULL;
+	size_t ncomms = 0, i, j, k;
+	int rc = -1;
+
+	if (t->nrows == 0)
+		return 0;
+	rows = malloc(t->nrows * sizeof(*rows));
+	comms = calloc(t->nrows, sizeof(*comms));
+	coll = malloc(t->nrows * sizeof(*coll));
+	m = matrix_new(p);
+	if (rows == NULL || comms == NULL || coll == NULL || m == NULL)
+		goto out;
+	memcpy(rows, t->rows, t->nrows * sizeof(*rows));
+	qsort(rows, t->nrows, sizeof(*rows), trace_cmp);
+	for (i = 0; i < t->nrows; i++) {
+		struct trace_comm *c =
+			trace_comm_find(comms, ncomms, rows[i].comm);
+
+		if (c == NULL) {
+			c = &comms[ncomms++];
+			c->hash = rows[i].comm;
+		}
+		if (rows[i].rank + 1 > c->nranks)
+			c->nranks = rows[i].rank + 1;
+	}
+	for (i = 0; i < ncomms; i++) {
+		struct c4m_rank_loc *loc =
+			calloc(comms[i].nranks, sizeof(*loc));
+		uint32_t r;
+
+		comms[i].seq = calloc(comms[i].nranks, sizeof(uint64_t));
+		if (loc == NULL || comms[i].seq == NULL) {
+			free(loc);
+			goto out;
+		}
+		for (r = 0; r < comms[i].nranks; r++)
+			loc[r].host = r;
+		r = (uint32_t)matrix_comm_add(m, comms[i].hash, comms[i].nranks,
+					      loc);
+		free(loc);
+		if (r != 0)
+			goto out;
+	}
+	for (i = 0; i < t->nrows; i = j) {
+		struct c4m_input in;
+		const struct c4m_event *ev;
+		size_t nev, n = 0;
+
+		for (j = i;
+		     j < t->nrows && rows[j].interval == rows[i].interval;
+		     j++) {
+			struct trace_comm *c =
+				trace_comm_find(comms, ncomms, rows[j].comm);
+
+			c->seq[rows[j].rank] += rows[j].ops;
+			trace_coll(&rows[j], c->seq[rows[j].rank], &coll[n++]);
+		}
+		memset(&in, 0, sizeof(in));
+		in.interval = rows[i].interval;
+		in.coll = coll;
+		in.ncoll = n;
+		if (matrix_analyze(m, &in, &ev, &nev) < 0)
+			goto out;
+		for (k = 0; k < nev && cb != NULL; k++)
+			cb(arg, rows[i].interval, &ev[k]);
+	}
+	rc = 0;
+out:
+	for (i = 0; i < ncomms; i++)
+		free(comms[i].seq);
+	free(comms);
+	free(rows);
+	free(coll);
+	if (m != NULL)
+		matrix_free(m);
+	return rc;
+}
+
+void
+trace_free(struct trace *t)
+{
+	free(t->rows);
+	memset(t, 0, sizeof(*t));
+}

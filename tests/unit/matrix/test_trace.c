@@ -1,0 +1,198 @@
+/*
+ * test_trace.c: the plugin's per-interval traces of real runs (4 H200,
+ * NCCL 2.28.9, kernel-channel sampling at its default; scripts/gpu-e2e
+ * with C4_PROFILER_STATS=2, each rank's trace lines kept) replayed
+ * through the engine, and the trace reader on bad lines.
+ *
+ *   trace-h200x4-slow.txt     rank 1 runs matmuls worth a fifth of the
+ *                             step before each all-reduce from 8.5 s
+ *                             after init (the step grew 1.26x)
+ *   trace-h200x4-healthy.txt  no fault
+ *   trace-h200x4-hang.txt     rank 1 stops issuing for 10 s from 6.1 s
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c4matrix.h"
+#include "trace.h"
+
+struct seen {
+	unsigned open[C4M_EV_COUNT];
+	uint64_t first_iv;
+	uint32_t first_rank;
+};
+
+static void
+collect(void *arg, uint64_t interval, const struct c4m_event *e)
+{
+	struct seen *s = arg;
+
+	if (e->state != C4M_ST_OPEN || e->kind >= C4M_EV_COUNT)
+		return;
+	if (s->open[e->kind]++ == 0 && e->kind == C4M_EV_NONCOMM_SLOW) {
+		s->first_iv = interval;
+		s->first_rank = e->suspects[0].rank;
+	}
+}
+
+static void
+replay(const char *name, struct seen *s)
+{
+	const char *dir = getenv("C4_TEST_DATA");
+	struct trace t = {0};
+	char path[512];
+	FILE *f;
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(path, sizeof(path), "%s/nccl/%s", dir, name);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(trace_read(&t, f, path, stderr), 0);
+	fclose(f);
+	ck_assert_uint_gt(t.nrows, 40);
+	ck_assert_uint_eq(t.malformed, 0);
+	memset(s, 0, sizeof(*s));
+	ck_assert_int_eq(trace_replay(&t, NULL, collect, s), 0);
+	trace_free(&t);
+}
+
+/* Named within three intervals of the fault, which starts in interval 9. */
+START_TEST(test_slow_rank_named)
+{
+	struct seen s;
+
+	replay("trace-h200x4-slow.txt", &s);
+	ck_assert_uint_eq(s.open[C4M_EV_NONCOMM_SLOW], 1);
+	ck_assert_uint_eq(s.first_rank, 1);
+	ck_assert_uint_ge(s.first_iv, 9);
+	ck_assert_uint_le(s.first_iv, 11);
+}
+END_TEST
+
+START_TEST(test_healthy_quiet)
+{
+	struct seen s;
+	unsigned k;
+
+	replay("trace-h200x4-healthy.txt", &s);
+	for (k = 0; k < C4M_EV_COUNT; k++)
+		ck_assert_uint_eq(s.open[k], 0);
+}
+END_TEST
+
+/* Before the hang, gaps of healthy ranks name nobody late. */
+START_TEST(test_hang_run_no_slow_rank)
+{
+	struct seen s;
+
+	replay("trace-h200x4-hang.txt", &s);
+	ck_assert_uint_eq(s.open[C4M_EV_NONCOMM_SLOW], 0);
+}
+END_TEST
+
+START_TEST(test_parse)
+{
+	static const char good[] =
+		"c4-nccl-profiler: pid 7 comm 00000000000000ab rank 3 "
+		"interval 5 func 1 ops 10 kernel_n 9 kernel_mean_ns 1000 "
+		"gap_n 8 gap_mean_ns 500 gap_p50_ns 400 gap_p90_ns 900 "
+		"gap_p99_ns 990 gap_max_ns 1200 shift 2\n";
+	struct trace_row r;
+	const char *why;
+	char bad[sizeof(good)];
+
+	ck_assert_int_eq(trace_parse_line(good, &r, &why), 1);
+	ck_assert_uint_eq(r.comm, 0xab);
+	ck_assert_uint_eq(r.rank, 3);
+	ck_assert_uint_eq(r.interval, 5);
+	ck_assert_uint_eq(r.gap_n, 8);
+	ck_assert(r.gap_p90_ns == 900.0);
+	/* NCCL's log and the plugin's counters are not trace lines */
+	ck_assert_int_eq(trace_parse_line("vm:1:1 [0] NCCL INFO x\n", &r, &why),
+			 0);
+	ck_assert_int_eq(trace_parse_line("c4-nccl-profiler: pid 7 events 5 "
+					  "ignored 0\n",
+					  &r, &why),
+			 0);
+	/* a field missing, a value not a number, quantiles out of order */
+	memcpy(bad, good, sizeof(good));
+	memcpy(strstr(bad, "gap_n"), "gap_x", 5);
+	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
+	ck_assert_str_eq(why, "gap_n");
+	memcpy(bad, good, sizeof(good));
+	memcpy(strstr(bad, "ops 10"), "ops -1", 6);
+	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
+	ck_assert_str_eq(why, "ops");
+	memcpy(bad, good, sizeof(good));
+	memcpy(strstr(bad, "gap_p50_ns 400"), "gap_p50_ns 999", 14);
+	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
+	memcpy(bad, good, sizeof(good));
+	memcpy(strstr(bad, "comm 0"), "comm z", 6);
+	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
+}
+END_TEST
+
+/* A bad line is counted and skipped; the good ones around it are kept. */
+START_TEST(test_read_counts_bad_lines)
+{
+	static const char text[] =
+		"NCCL INFO something\n"
+		"c4-nccl-profiler: pid 7 comm 00000000000000ab rank 0 "
+		"interval 1 func 1 ops 10 kernel_n 9 kernel_mean_ns 1000 "
+		"gap_n 8 gap_mean_ns 500 gap_p50_ns 400 gap_p90_ns 900 "
+		"gap_p99_ns 990 gap_max_ns 1200 shift 2\n"
+		"c4-nccl-profiler: pid 7 comm 00000000000000ab rank 0 "
+		"interval 2 func 1 ops\n"
+		"c4-nccl-profiler: pid 7 comm 00000000000000ab rank 1 "
+		"interval 1 func 1 ops 10 kernel_n 9 kernel_mean_ns 1000 "
+		"gap_n 8 gap_mean_ns 500 gap_p50_ns 400 gap_p90_ns 900 "
+		"gap_p99_ns 990 gap_max_ns 1200 shift 2\n";
+	struct trace t = {0};
+	FILE *f = fmemopen((void *)text, sizeof(text) - 1, "r");
+	FILE *err = tmpfile();
+	char msg[256] = "";
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(trace_read(&t, f, "mem", err), 0);
+	ck_assert_uint_eq(t.lines, 4);
+	ck_assert_uint_eq(t.nrows, 2);
+	ck_assert_uint_eq(t.malformed, 1);
+	rewind(err);
+	ck_assert_ptr_nonnull(fgets(msg, sizeof(msg), err));
+	ck_assert_str_eq(msg, "mem:3: trace line: bad ops\n");
+	ck_assert_int_eq(trace_replay(&t, NULL, NULL, NULL), 0);
+	fclose(f);
+	fclose(err);
+	trace_free(&t);
+}
+END_TEST
+
+static Suite *
+trace_suite(void)
+{
+	Suite *s = suite_create("matrix-trace");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_slow_rank_named);
+	tcase_add_test(tc, test_healthy_quiet);
+	tcase_add_test(tc, test_hang_run_no_slow_rank);
+	tcase_add_test(tc, test_parse);
+	tcase_add_test(tc, test_read_counts_bad_lines);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(trace_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
