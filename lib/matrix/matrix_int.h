@@ -93,7 +93,9 @@ struct crank {
 	float gbase;	  /* gap, log, relative to the comm median */
 	float gvar;	  /* its clean samples' variance (small comms) */
 	uint8_t gwarm;
-	float lg;	   /* log gap location this interval (wait_loc) */
+	float lg;	   /* log gap location this interval (wait_comm) */
+	float lm;	   /* log mean gap this interval */
+	uint8_t qall;	   /* every summary had gap quantiles (wait_q) */
 	float lk;	   /* log mean kernel time */
 	float lw;	   /* log wait per step, NAN when none */
 	double gs, ks, ws; /* sums over this interval's summaries */

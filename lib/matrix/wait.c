@@ -17,23 +17,23 @@
 
 /*
  * Where one summary's gaps lie (us): the geometric mean of their median
- * and 90th percentile, from C4M_GAP_QMIN samples on, else their
- * (winsorized) mean.  A training loop's gaps are two crowds, collectives
- * back to back inside a step and the compute between steps; a late rank
- * shows in either, so the median alone would miss lateness before a
- * step's first collective only, and the 90th percentile alone would
- * ignore the bulk.  Neither moves with the pause of milliseconds that
- * now and then lands in one of a few hundred sampled gaps, which made
- * the mean of a healthy member wander by a third from one interval to
- * the next and hid a rank late by a fifth of its step.
+ * and 90th percentile, from C4M_GAP_QMIN samples on; 0 when the summary
+ * has fewer or no quantiles.  A training loop's gaps are two crowds,
+ * collectives back to back inside a step and the compute between steps;
+ * a late rank shows in either, so the median alone would miss lateness
+ * before a step's first collective only, and the 90th percentile alone
+ * would ignore the bulk.  Neither moves with the pause of milliseconds
+ * that now and then lands in one of a few hundred sampled gaps, which
+ * made the mean of a healthy member wander by a third from one interval
+ * to the next and hid a rank late by a fifth of its step.
  */
 static double
-wait_loc(const struct c4m_stats *g)
+wait_q(const struct c4m_stats *g)
 {
 	if (g->count >= C4M_GAP_QMIN && g->p50 > 0 && g->p90 >= g->p50 &&
 	    isfinite(g->p90))
 		return sqrt(g->p50 * g->p90);
-	return (g->wsum > 0 ? g->wsum : g->sum) / (double)g->count;
+	return 0;
 }
 
 /*
@@ -52,6 +52,7 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 		const struct c4m_coll *s = &in->coll[i];
 		struct crank *rs;
 		struct dev *d;
+		double q;
 
 		if (matrix_comm_find(m, s->comm, &ci) < 0 ||
 		    s->rank >= m->comms[ci].nranks)
@@ -66,6 +67,7 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 			rs->carried = 1;
 			rs->stuck = 0;
 			rs->gs = rs->ks = rs->ws = rs->gl = 0;
+			rs->qall = 1;
 			rs->gn = rs->kn = rs->wn = 0;
 		}
 		if (s->seq_enter > rs->enter)
@@ -91,7 +93,11 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 			continue;
 		/* the gap above its p99 counts as p99 (c4m_stats.wsum) */
 		rs->gs += s->gap.wsum > 0 ? s->gap.wsum : s->gap.sum;
-		rs->gl += wait_loc(&s->gap) * (double)s->gap.count;
+		q = wait_q(&s->gap);
+		if (q > 0)
+			rs->gl += q * (double)s->gap.count;
+		else
+			rs->qall = 0;
 		rs->gn += s->gap.count;
 		rs->ks += s->kernel.sum;
 		rs->kn += s->kernel.count;
@@ -188,14 +194,13 @@ wait_own_sigma(const struct matrix *m, const struct crank *rs)
 
 /*
  * What a late member costs its communicator (log units): the part x of
- * its mean gap beyond the usual (x is measured on the gaps' location,
- * wait_loc, and applied to their mean), over the cycle of one op without it
- * (the usual gap and the member's own kernel time, which is the transfer alone
- * since it waits for nobody).  Everyone else waits that long, so this is
- * the slowdown of the collectives, while x is that of the gap alone: a
- * gap of microseconds between back-to-back collectives can grow by a
- * fifth with a moment of host jitter and cost the job nothing.  Needs
- * rs->lk (wait_medians).
+ * its mean gap beyond the usual (the members' median), over the cycle of
+ * one op without it (the usual gap and the member's own kernel time,
+ * which is the transfer alone since it waits for nobody).  Everyone else waits
+ * that long, so this is the slowdown of the collectives, while x is that of the
+ * gap alone: a gap of microseconds between back-to-back collectives can grow by
+ * a fifth with a moment of host jitter and cost the job nothing.  Needs rs->lk
+ * (wait_medians).
  */
 static float
 wait_cost(const struct crank *rs, float x)
@@ -257,21 +262,38 @@ wait_comm(struct matrix *m, struct comm *c)
 {
 	const struct c4m_params *p = &m->p;
 	float *v = m->scratch;
-	float medg, medk, medw = NAN, medr, mad, sig = 0;
+	float medg, medm, medk, medw = NAN, medr, mad, sig = 0;
 	float clean = m->lmin;
-	int small = c->nranks < p->min_group;
+	int small = c->nranks < p->min_group, useq = 1;
 	uint32_t r, n = 0;
 
+	/*
+	 * Means are not on the scale of the quantiles (a mean is 1.2 to 1.5
+	 * times the quantiles' in runs on GPUs): all members are placed by
+	 * one of them, the quantiles when every member's summaries had them.
+	 */
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
 
 		if (!wait_fresh(m, rs))
 			continue;
-		rs->lg = logf((float)(rs->gl / (double)rs->gn));
-		v[n++] = rs->lg;
+		rs->lm = logf((float)(rs->gs / (double)rs->gn));
+		if (!rs->qall)
+			useq = 0;
+		v[n++] = rs->lm;
 	}
 	if (n < wait_quorum(m, c) || n * 2 < c->nranks)
 		return 0;
+	medm = matrix_median(v, n);
+	n = 0;
+	for (r = 0; r < c->nranks; r++) {
+		struct crank *rs = &c->rs[r];
+
+		if (!wait_fresh(m, rs))
+			continue;
+		rs->lg = useq ? logf((float)(rs->gl / (double)rs->gn)) : rs->lm;
+		v[n++] = rs->lg;
+	}
 	medg = matrix_median(v, n);
 	n = 0;
 	for (r = 0; r < c->nranks; r++) {
@@ -314,11 +336,14 @@ wait_comm(struct matrix *m, struct comm *c)
 			hot = 0;
 		if (hot && !isnan(medw) && !isnan(rs->lw) && rs->lw > medw)
 			hot = 0;
-		/* and its lateness must cost the collectives min_slowdown */
-		if (hot && wait_cost(rs, x) < m->lmin)
+		/*
+		 * and its lateness must cost the collectives min_slowdown,
+		 * priced on its mean gap against the members' median one
+		 */
+		if (hot && wait_cost(rs, rs->lm - medm) < m->lmin)
 			hot = 0;
 		if (hot) {
-			if (wait_observe(m, c, r, x, z) < 0)
+			if (wait_observe(m, c, r, rs->lm - medm, z) < 0)
 				return -1;
 			continue;
 		}

@@ -14,11 +14,13 @@
 #define WAIT_US 10000.0
 #define NOPS	8
 
-static uint32_t nr = NR;	 /* ranks of the job under test */
-static double gap_us = GAP_US;	 /* each rank's usual gap */
-static double kern_us = KERN_US; /* and kernel time */
-static uint64_t gap_n = NOPS;	 /* gaps per summary: quantiles from 20 */
-static int pause_rank = -1;	 /* this rank's gaps hold one long pause */
+static uint32_t nr = NR;	      /* ranks of the job under test */
+static double gap_us = GAP_US;	      /* each rank's usual gap */
+static double kern_us = KERN_US;      /* and kernel time */
+static uint64_t gap_n = NOPS;	      /* gaps per summary: quantiles from 20 */
+static int pause_rank = -1;	      /* this rank's gaps hold one long pause */
+static double q_lo = 0.5, q_hi = 2.0; /* p50, p90 over the mean gap */
+static int few_rank = -1;	      /* this rank reports 19 gaps */
 
 /*
  * One interval of a 16-rank job: every rank computes GAP_US (jittered)
@@ -52,13 +54,13 @@ fill(struct fx *f, struct c4m_input *in, uint64_t iv, int slow,
 		c->comm = f->comm;
 		c->rank = r;
 		c->nops = NOPS;
-		c->gap.count = gap_n;
+		c->gap.count = (int)r == few_rank ? 19 : gap_n;
 		c->kernel.count = NOPS;
-		c->gap.sum = g * (double)gap_n;
+		c->gap.sum = g * (double)c->gap.count;
 		c->kernel.sum = k * NOPS;
 		/* two crowds: back to back inside a step, and between steps */
-		c->gap.p50 = g * 0.5;
-		c->gap.p90 = g * 2.0;
+		c->gap.p50 = g * q_lo;
+		c->gap.p90 = g * q_hi;
 		if ((int)r == pause_rank)
 			c->gap.sum += g * (double)gap_n; /* twice the mean */
 		c->kernel.p50 = k;
@@ -201,6 +203,34 @@ START_TEST(test_pause_is_not_lateness)
 }
 END_TEST
 
+/*
+ * A mean is not on the scale of the quantiles (here twice their
+ * geometric mean): a member with too few gaps for quantiles must not
+ * look late next to members placed by theirs.  The communicator is then
+ * placed by means, and the slow rank is still found.
+ */
+START_TEST(test_few_gaps_not_late)
+{
+	struct c4m_event e;
+
+	nr = 4;
+	gap_n = 300;
+	q_lo = 0.25;
+	q_hi = 1.0;
+	few_rank = 2;
+	ck_assert_uint_eq(run(-1, 1.0, 1.0, 1.0, &e), 0);
+	ck_assert_uint_eq(run(1, 1.3, 1.0, 1.0, &e), 1);
+	ck_assert_uint_eq(e.suspects[0].rank, 1);
+	/* the event's slowdown is the mean gap over the members' median */
+	ck_assert(e.slowdown > 1.2 && e.slowdown < 1.4);
+	nr = NR;
+	gap_n = NOPS;
+	q_lo = 0.5;
+	q_hi = 2.0;
+	few_rank = -1;
+}
+END_TEST
+
 static Suite *
 wait_suite(void)
 {
@@ -213,6 +243,7 @@ wait_suite(void)
 	tcase_add_test(tc, test_short_gap_jitter_costs_nothing);
 	tcase_add_loop_test(tc, test_small_comm_slow_rank, 2, 4);
 	tcase_add_test(tc, test_pause_is_not_lateness);
+	tcase_add_test(tc, test_few_gaps_not_late);
 	suite_add_tcase(s, tc);
 	return s;
 }
