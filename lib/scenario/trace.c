@@ -4,35 +4,38 @@
  */
 #include "trace.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TRACE_TAG	"c4-nccl-profiler: pid "
-#define TRACE_LINE_MAX	4096
 #define TRACE_MAX_RANKS 65536
 #define TRACE_MAX_IV	(1u << 24)
+#define TRACE_MAX_VAL	9007199254740992.0 /* 2^53: exact in a double */
 
-/* Next "name value" pair of s: the value after name, as a double. */
+/*
+ * Next "name value" pair of s: the value after name, a whole number in
+ * [0, 2^53] as the plugin prints them.
+ */
 static int
-trace_field(const char **s, const char *name, double *v, const char **why)
+trace_field(const char **s, const char *name, double *v)
 {
 	size_t n = strlen(name);
 	char *end;
 
 	while (**s == ' ')
 		(*s)++;
-	if (strncmp(*s, name, n) != 0 || (*s)[n] != ' ') {
-		*why = name;
+	if (strncmp(*s, name, n) != 0 || (*s)[n] != ' ' || (*s)[n + 1] < '0' ||
+	    (*s)[n + 1] > '9')
 		return -1;
-	}
 	*s += n + 1;
 	errno = 0;
 	*v = strtod(*s, &end);
-	if (end == *s || errno != 0 || !(*v >= 0)) {
-		*why = name;
+	if (errno != 0 || !(*v <= TRACE_MAX_VAL) || *v != floor(*v) ||
+	    (*end != ' ' && *end != '\n' && *end != '\0'))
 		return -1;
-	}
 	*s = end;
 	return 0;
 }
@@ -58,19 +61,26 @@ trace_parse_line(const char *line, struct trace_row *r, const char **why)
 	if (p == NULL || strstr(s, " interval ") == NULL)
 		return 0;
 	memset(r, 0, sizeof(*r));
-	p += strlen(" comm ");
+	s += strlen(TRACE_TAG);
 	errno = 0;
-	r->comm = strtoull(p, &end, 16);
-	if (end == p || *end != ' ' || errno != 0) {
+	r->pid = strtoull(s, &end, 10);
+	if (end == s || end != p || errno != 0 || *s < '0' || *s > '9') {
+		*why = "pid";
+		return -1;
+	}
+	p += strlen(" comm ");
+	for (i = 0; i < 16; i++)
+		if (!isxdigit((unsigned char)p[i]))
+			break;
+	if (i != 16 || p[16] != ' ') {
 		*why = "comm (16 hex digits)";
 		return -1;
 	}
-	s = end;
+	r->comm = strtoull(p, NULL, 16);
+	s = p + 16;
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		const char *w;
-
-		if (trace_field(&s, names[i], &v[i], &w) < 0) {
-			*why = w;
+		if (trace_field(&s, names[i], &v[i]) < 0) {
+			*why = names[i];
 			return -1;
 		}
 	}
@@ -100,10 +110,11 @@ trace_parse_line(const char *line, struct trace_row *r, const char **why)
 int
 trace_read(struct trace *t, FILE *f, const char *name, FILE *err)
 {
-	char line[TRACE_LINE_MAX];
-	size_t lineno = 0;
+	char *line = NULL;
+	size_t lineno = 0, len = 0;
+	int ret = 0;
 
-	while (fgets(line, sizeof(line), f) != NULL) {
+	while (getline(&line, &len, f) >= 0) {
 		struct trace_row r;
 		const char *why;
 		int rc;
@@ -125,14 +136,17 @@ trace_read(struct trace *t, FILE *f, const char *name, FILE *err)
 			struct trace_row *n =
 				realloc(t->rows, cap * sizeof(*n));
 
-			if (n == NULL)
-				return -1;
+			if (n == NULL) {
+				ret = -1;
+				break;
+			}
 			t->rows = n;
 			t->cap = cap;
 		}
 		t->rows[t->nrows++] = r;
 	}
-	return ferror(f) ? -1 : 0;
+	free(line);
+	return ret < 0 || ferror(f) ? -1 : 0;
 }
 
 /* Rows ordered by interval, then communicator, rank and function. */
@@ -153,8 +167,22 @@ trace_cmp(const void *a, const void *b)
 struct trace_comm {
 	uint64_t hash;
 	uint32_t nranks;
-	uint64_t *seq; /* ops so far, per rank: the progress markers */
+	uint64_t *seq;		  /* ops so far, per rank: the markers */
+	struct c4m_rank_loc *loc; /* per rank: the host of its pid */
 };
+
+/* Host index of pid: its place among the pids seen so far. */
+static uint32_t
+trace_host(uint64_t *pids, size_t *npids, uint64_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < *npids; i++)
+		if (pids[i] == pid)
+			return (uint32_t)i;
+	pids[*npids] = pid;
+	return (uint32_t)(*npids)++;
+}
 
 static struct trace_comm *
 trace_comm_find(struct trace_comm *c, size_t n, uint64_t hash)
@@ -207,7 +235,8 @@ trace_replay(const struct trace *t, const struct c4m_params *p,
 	struct trace_comm *comms = NULL;
 	struct c4m_coll *coll = NULL;
 	struct matrix *m = NULL;
-	size_t ncomms = 0, i, j, k;
+	uint64_t *pids = NULL;
+	size_t ncomms = 0, npids = 0, i, j, k;
 	int rc = -1;
 
 	if (t->nrows == 0)
@@ -215,8 +244,10 @@ trace_replay(const struct trace *t, const struct c4m_params *p,
 	rows = malloc(t->nrows * sizeof(*rows));
 	comms = calloc(t->nrows, sizeof(*comms));
 	coll = malloc(t->nrows * sizeof(*coll));
+	pids = malloc(t->nrows * sizeof(*pids)); /* a pid per row at most */
 	m = matrix_new(p);
-	if (rows == NULL || comms == NULL || coll == NULL || m == NULL)
+	if (rows == NULL || comms == NULL || coll == NULL || pids == NULL ||
+	    m == NULL)
 		goto out;
 	memcpy(rows, t->rows, t->nrows * sizeof(*rows));
 	qsort(rows, t->nrows, sizeof(*rows), trace_cmp);
@@ -232,21 +263,31 @@ trace_replay(const struct trace *t, const struct c4m_params *p,
 			c->nranks = rows[i].rank + 1;
 	}
 	for (i = 0; i < ncomms; i++) {
-		struct c4m_rank_loc *loc =
-			calloc(comms[i].nranks, sizeof(*loc));
 		uint32_t r;
 
 		comms[i].seq = calloc(comms[i].nranks, sizeof(uint64_t));
-		if (loc == NULL || comms[i].seq == NULL) {
-			free(loc);
+		comms[i].loc = calloc(comms[i].nranks, sizeof(*comms[i].loc));
+		if (comms[i].seq == NULL || comms[i].loc == NULL)
 			goto out;
-		}
 		for (r = 0; r < comms[i].nranks; r++)
-			loc[r].host = r;
-		r = (uint32_t)matrix_comm_add(m, comms[i].hash, comms[i].nranks,
-					      loc);
-		free(loc);
-		if (r != 0)
+			comms[i].loc[r].host = UINT32_MAX;
+	}
+	for (i = 0; i < t->nrows; i++) {
+		struct trace_comm *c =
+			trace_comm_find(comms, ncomms, rows[i].comm);
+
+		if (c->loc[rows[i].rank].host == UINT32_MAX)
+			c->loc[rows[i].rank].host =
+				trace_host(pids, &npids, rows[i].pid);
+	}
+	for (i = 0; i < ncomms; i++) {
+		uint32_t r;
+
+		for (r = 0; r < comms[i].nranks; r++)
+			if (comms[i].loc[r].host == UINT32_MAX)
+				comms[i].loc[r].host = (uint32_t)npids++;
+		if (matrix_comm_add(m, comms[i].hash, comms[i].nranks,
+				    comms[i].loc) != 0)
 			goto out;
 	}
 	for (i = 0; i < t->nrows; i = j) {
@@ -274,9 +315,12 @@ trace_replay(const struct trace *t, const struct c4m_params *p,
 	}
 	rc = 0;
 out:
-	for (i = 0; i < ncomms; i++)
+	for (i = 0; i < ncomms; i++) {
 		free(comms[i].seq);
+		free(comms[i].loc);
+	}
 	free(comms);
+	free(pids);
 	free(rows);
 	free(coll);
 	if (m != NULL)

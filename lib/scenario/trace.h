@@ -11,9 +11,10 @@
  *
  * (one line).  A trace holds the collective and gap side of the
  * telemetry, not the connection side, so a replay judges the wait chain
- * (noncomm_slow) and progress, not the delay matrix.  It has no agent
- * either: a rank that printed nothing for an interval (a hang) reads as
- * silent there, not as repeated progress.
+ * (noncomm_slow), not the delay matrix.  Nor does it judge hangs: a
+ * blocked rank prints nothing, an interval in which no rank printed is
+ * not fed to the engine at all, and there is no agent to repeat a silent
+ * rank's progress.  Each process (pid) is a device of its own.
  */
 #ifndef C4_SCENARIO_TRACE_H
 #define C4_SCENARIO_TRACE_H
@@ -26,6 +27,7 @@
 
 /* One trace line. */
 struct trace_row {
+	uint64_t pid;
 	uint64_t comm;
 	uint32_t rank;
 	uint32_t interval;
@@ -60,8 +62,9 @@ int trace_read(struct trace *t, FILE *f, const char *name, FILE *err);
 /*
  * Feed the rows, interval by interval, to a fresh engine with params p
  * (NULL: defaults); each communicator has as many ranks as its highest
- * rank + 1, each rank on a host of its own.  cb gets every event the
- * engine reports, with the interval. Returns 0, -1 on failure.
+ * rank + 1, and each process is a host of its own (host index: order of
+ * first appearance).  cb gets every event the engine reports, with the
+ * interval. Returns 0, -1 on failure.
  */
 int trace_replay(const struct trace *t, const struct c4m_params *p,
 		 void (*cb)(void *arg, uint64_t interval,

@@ -9,6 +9,8 @@
  *                             after init (the step grew 1.26x)
  *   trace-h200x4-healthy.txt  no fault
  *   trace-h200x4-hang.txt     rank 1 stops issuing for 10 s from 6.1 s
+ *                             (no rank prints during the hang: the
+ *                             replay sees the intervals before and after)
  */
 #include <check.h>
 #include <stdio.h>
@@ -131,6 +133,19 @@ START_TEST(test_parse)
 	memcpy(bad, good, sizeof(good));
 	memcpy(strstr(bad, "comm 0"), "comm z", 6);
 	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
+	memcpy(bad, good, sizeof(good));
+	memcpy(strstr(bad, "comm 0"), "comm -", 6);
+	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
+	/* numbers are whole and at most 2^53, as the plugin prints them */
+	memcpy(bad, good, sizeof(good));
+	memcpy(strstr(bad, "func 1"), "func 1e30", 9);
+	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
+	ck_assert_str_eq(why, "func");
+	memcpy(bad, good, sizeof(good));
+	memcpy(strstr(bad, "ops 10"), "ops .5", 6);
+	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
+	ck_assert_int_eq(trace_parse_line(good, &r, &why), 1);
+	ck_assert_uint_eq(r.pid, 7);
 }
 END_TEST
 
@@ -170,6 +185,35 @@ START_TEST(test_read_counts_bad_lines)
 }
 END_TEST
 
+/* A line longer than any buffer is one line, named by its number. */
+START_TEST(test_read_long_line)
+{
+	size_t n = 10000, k;
+	char *text = malloc(n + 256);
+	struct trace t = {0};
+	FILE *f, *err = tmpfile();
+	char msg[256] = "";
+
+	ck_assert_ptr_nonnull(text);
+	k = (size_t)sprintf(text, "c4-nccl-profiler: pid 1 comm "
+				  "00000000000000ab rank 0 interval 1 func ");
+	memset(text + k, '1', n);
+	strcpy(text + k + n, "\nlast\n");
+	f = fmemopen(text, strlen(text), "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(trace_read(&t, f, "mem", err), 0);
+	ck_assert_uint_eq(t.lines, 2);
+	ck_assert_uint_eq(t.malformed, 1);
+	rewind(err);
+	ck_assert_ptr_nonnull(fgets(msg, sizeof(msg), err));
+	ck_assert_str_eq(msg, "mem:1: trace line: bad func\n");
+	fclose(f);
+	fclose(err);
+	free(text);
+	trace_free(&t);
+}
+END_TEST
+
 static Suite *
 trace_suite(void)
 {
@@ -181,6 +225,7 @@ trace_suite(void)
 	tcase_add_test(tc, test_hang_run_no_slow_rank);
 	tcase_add_test(tc, test_parse);
 	tcase_add_test(tc, test_read_counts_bad_lines);
+	tcase_add_test(tc, test_read_long_line);
 	suite_add_tcase(s, tc);
 	return s;
 }
