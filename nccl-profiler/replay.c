@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/common/mix.h" /* header only */
 #include "prof.h"
 
 #define REPLAY_LINE_MAX 1024
@@ -41,15 +42,6 @@ static uint64_t
 replay_clock(void)
 {
 	return replay_clock_ns;
-}
-
-static uint64_t
-replay_hash(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
 }
 
 static int replay_put(struct replay_map *m, uint64_t k, void *v);
@@ -85,8 +77,8 @@ replay_put(struct replay_map *m, uint64_t k, void *v)
 
 	if ((m->n + 1) * 2 > m->cap && replay_grow(m) < 0)
 		return -1;
-	for (i = replay_hash(k) & (m->cap - 1);
-	     m->key[i] != 0 && m->key[i] != k; i = (i + 1) & (m->cap - 1))
+	for (i = mix64(k) & (m->cap - 1); m->key[i] != 0 && m->key[i] != k;
+	     i = (i + 1) & (m->cap - 1))
 		;
 	if (m->key[i] == 0)
 		m->n++;
@@ -102,7 +94,7 @@ replay_get(const struct replay_map *m, uint64_t k)
 
 	if (k == 0 || m->cap == 0)
 		return NULL;
-	for (i = replay_hash(k) & (m->cap - 1); m->key[i] != 0;
+	for (i = mix64(k) & (m->cap - 1); m->key[i] != 0;
 	     i = (i + 1) & (m->cap - 1))
 		if (m->key[i] == k)
 			return m->val[i];

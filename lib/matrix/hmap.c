@@ -5,16 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/common/mix.h" /* header only */
 #include "matrix_int.h"
 
-/* A 64-bit finalizer (splitmix64) used for slots and event ids. */
+/* splitmix64 (its increment, then mix64) for slots and event ids. */
 uint64_t
 hmap_mix(uint64_t x)
 {
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	return mix64(x + 0x9e3779b97f4a7c15ull);
 }
 
 /* Allocate an empty table of cap slots (a power of two). 0 or -1. */

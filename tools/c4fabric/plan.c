@@ -14,6 +14,7 @@
 
 #include "addrplan.h"
 #include "c4fabric.h"
+#include "lib/common/mix.h" /* header only */
 
 static const char *
 plan_node_name(const struct topo *t, enum fab_node kind, uint32_t id)
@@ -60,11 +61,8 @@ plan_seed(const struct fab *f, enum fab_node kind, uint32_t id)
 {
 	uint64_t x = (uint64_t)f->seed << 32 ^ (uint64_t)kind << 24 ^ id;
 
-	/* splitmix64 finalizer: neighbouring switches get unrelated seeds */
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ x >> 30) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ x >> 27) * 0x94d049bb133111ebull;
-	x ^= x >> 31;
+	/* splitmix64: neighbouring switches get unrelated seeds */
+	x = mix64(x + 0x9e3779b97f4a7c15ull);
 	return (uint32_t)x != 0 ? (uint32_t)x : 1;
 }
 
