@@ -22,6 +22,20 @@ static int pause_rank = -1;	      /* this rank's gaps hold one long pause */
 static double q_lo = 0.5, q_hi = 2.0; /* p50, p90 over the mean gap */
 static int few_rank = -1;	      /* this rank reports 19 gaps */
 
+/* Before each test: the fixture's defaults (tests change them). */
+static void
+defaults(void)
+{
+	nr = NR;
+	gap_us = GAP_US;
+	kern_us = KERN_US;
+	gap_n = NOPS;
+	pause_rank = -1;
+	q_lo = 0.5;
+	q_hi = 2.0;
+	few_rank = -1;
+}
+
 /*
  * One interval of a 16-rank job: every rank computes GAP_US (jittered)
  * between collectives; rank slow (if >= 0) computes gap_factor longer, so
@@ -151,8 +165,6 @@ START_TEST(test_short_gap_jitter_costs_nothing)
 	ck_assert_uint_eq(run(5, 3.0, 1.0, 1.0, &e), 1);
 	ck_assert_uint_eq(e.kind, C4M_EV_NONCOMM_SLOW);
 	ck_assert_uint_eq(e.suspects[0].rank, 5);
-	gap_us = GAP_US;
-	kern_us = KERN_US;
 }
 END_TEST
 
@@ -172,7 +184,6 @@ START_TEST(test_small_comm_slow_rank)
 	ck_assert_uint_eq(run(-1, 1.0, 1.0, 1.0, &e), 0);
 	/* the one that waits is not the origin */
 	ck_assert_uint_eq(run(1, 1.3, 3.0, 3.0, &e), 0);
-	nr = NR;
 }
 END_TEST
 
@@ -198,8 +209,6 @@ START_TEST(test_pause_is_not_lateness)
 	pause_rank = -1;
 	ck_assert_uint_eq(run(1, 1.2, 1.0, 1.0, &e), 1);
 	ck_assert_uint_eq(e.suspects[0].rank, 1);
-	nr = NR;
-	gap_n = NOPS;
 }
 END_TEST
 
@@ -223,11 +232,6 @@ START_TEST(test_few_gaps_not_late)
 	ck_assert_uint_eq(e.suspects[0].rank, 1);
 	/* the event's slowdown is the mean gap over the members' median */
 	ck_assert(e.slowdown > 1.2 && e.slowdown < 1.4);
-	nr = NR;
-	gap_n = NOPS;
-	q_lo = 0.5;
-	q_hi = 2.0;
-	few_rank = -1;
 }
 END_TEST
 
@@ -237,6 +241,7 @@ wait_suite(void)
 	Suite *s = suite_create("matrix-wait");
 	TCase *tc = tcase_create("core");
 
+	tcase_add_checked_fixture(tc, defaults, NULL);
 	tcase_add_test(tc, test_slow_rank);
 	tcase_add_test(tc, test_long_gap_but_waits);
 	tcase_add_test(tc, test_no_fault);
