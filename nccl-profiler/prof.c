@@ -1617,12 +1617,18 @@ static void
 prof_trace_op(const struct prof_comm *c, uint32_t f, const struct agg_op *o)
 {
 	uint64_t kn = o->kernel.total, gn = o->gap.total;
+	double p99 = gn ? sketch_quantile(&o->gap, 0.99) : 0.0, capped = 0;
 
+	/* what the master makes of the gaps' sum: above p99 counts as p99 */
+	if (gn)
+		capped = fmax((double)o->gap.sum - sketch_excess(&o->gap, p99),
+			      0) /
+			 (double)gn;
 	fprintf(stderr,
 		"c4-nccl-profiler: pid %ld comm %016llx rank %d interval %llu "
 		"func %u ops %llu kernel_n %llu kernel_mean_ns %llu gap_n %llu "
 		"gap_mean_ns %llu gap_p50_ns %.0f gap_p90_ns %.0f gap_p99_ns "
-		"%.0f gap_max_ns %llu shift %u\n",
+		"%.0f gap_max_ns %llu gap_capped_mean_ns %.0f shift %u\n",
 		(long)g.pid, (unsigned long long)c->hash, c->rank,
 		(unsigned long long)g.interval_id, f,
 		(unsigned long long)o->count, (unsigned long long)kn,
@@ -1630,9 +1636,8 @@ prof_trace_op(const struct prof_comm *c, uint32_t f, const struct agg_op *o)
 		(unsigned long long)gn,
 		(unsigned long long)(gn ? o->gap.sum / gn : 0),
 		gn ? sketch_quantile(&o->gap, 0.5) : 0.0,
-		gn ? sketch_quantile(&o->gap, 0.9) : 0.0,
-		gn ? sketch_quantile(&o->gap, 0.99) : 0.0,
-		(unsigned long long)o->gap.max,
+		gn ? sketch_quantile(&o->gap, 0.9) : 0.0, p99,
+		(unsigned long long)o->gap.max, capped,
 		(unsigned)atomic_load(&g.ks_shift));
 }
 

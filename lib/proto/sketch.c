@@ -188,26 +188,45 @@ sketch_cmp_pair(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * What n buckets' samples above cap add beyond it, each bucket's value
+ * clamped to max (0: no clamp).
+ */
+static double
+sketch_excess_of(const int32_t *index, const uint64_t *count, size_t n,
+		 double log_gamma, double max, double cap)
+{
+	double gamma = exp(log_gamma), ex = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double x = sketch_value(index[i], log_gamma, gamma);
+
+		if (max > 0 && x > max)
+			x = max;
+		if (x > cap)
+			ex += (x - cap) * (double)count[i];
+	}
+	return ex;
+}
+
+double
+sketch_excess(const struct sketch *s, double cap)
+{
+	return sketch_excess_of(s->index, s->count, s->n, s->log_gamma,
+				(double)s->max, cap);
+}
+
 double
 sketch_pb_excess(const C4__DurationStats *d, double cap)
 {
 	const C4__QuantileSketch *s = d->sketch;
-	double log_gamma, gamma, ex = 0;
 
 	if (s == NULL || s->n_index != s->n_count ||
 	    s->relative_accuracy_ppm == 0)
 		return 0;
-	log_gamma = log1p(2.0 * s->relative_accuracy_ppm / 1e6);
-	gamma = exp(log_gamma);
-	for (size_t i = 0; i < s->n_index; i++) {
-		double x = sketch_value(s->index[i], log_gamma, gamma);
-
-		if (d->has_max_ns && d->max_ns > 0 && x > (double)d->max_ns)
-			x = (double)d->max_ns;
-		if (x > cap)
-			ex += (x - cap) * (double)s->count[i];
-	}
-	return ex;
+	return sketch_excess_of(s->index, s->count, s->n_index,
+				log1p(2.0 * s->relative_accuracy_ppm / 1e6),
+				d->has_max_ns ? (double)d->max_ns : 0, cap);
 }
 
 int

@@ -69,6 +69,12 @@ int sketch_merge(struct sketch *dst, const struct sketch *src);
  */
 double sketch_quantile(const struct sketch *s, double q);
 
+/*
+ * What the samples above cap (ns) add beyond it, each bucket's value
+ * clamped to s->max: sketch_pb_excess() of the sketch once sent.
+ */
+double sketch_excess(const struct sketch *s, double cap);
+
 /* Index of the bucket v (> 0) falls in. */
 int32_t sketch_bucket(const struct sketch *s, uint64_t v);
 

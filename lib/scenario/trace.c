@@ -88,6 +88,17 @@ trace_parse_line(const char *line, struct trace_row *r, const char **why)
 		*why = v[0] >= TRACE_MAX_RANKS ? "rank" : "interval";
 		return -1;
 	}
+	/* since the plugin gave it: what the master's sum of gaps is */
+	while (*s == ' ')
+		s++;
+	if (strncmp(s, "gap_capped_mean_ns ", 19) == 0) {
+		if (trace_field(&s, "gap_capped_mean_ns", &r->gap_capped_ns) <
+		    0) {
+			*why = "gap_capped_mean_ns";
+			return -1;
+		}
+		r->has_capped = 1;
+	}
 	if (v[8] > v[9] || v[9] > v[10]) {
 		*why = "gap quantiles out of order";
 		return -1;
@@ -217,10 +228,14 @@ trace_coll(const struct trace_row *r, uint64_t seq, struct c4m_coll *c)
 	c->gap.p99 = r->gap_p99_ns / 1e3;
 	c->gap.max = (double)r->gap_max_ns / 1e3;
 	/*
-	 * The master caps each gap above p99 at p99 from 100 gaps on; the
-	 * trace gives only the largest, so that one alone is capped.
+	 * The master caps each gap above p99 at p99 from 100 gaps on.  The
+	 * plugin prints that capped mean; older traces give only the
+	 * largest gap, so that one alone is capped.
 	 */
-	if (r->gap_n >= 100 && (double)r->gap_max_ns > r->gap_p99_ns)
+	if (r->gap_n >= 100 && r->has_capped)
+		c->gap.wsum =
+			fmax(r->gap_capped_ns * (double)r->gap_n / 1e3, 1e-6);
+	else if (r->gap_n >= 100 && (double)r->gap_max_ns > r->gap_p99_ns)
 		c->gap.wsum =
 			gsum - ((double)r->gap_max_ns - r->gap_p99_ns) / 1e3;
 }

@@ -7,12 +7,14 @@
  *
  *   c4-nccl-profiler: pid P comm H rank R interval I func F ops N
  *     kernel_n N kernel_mean_ns T gap_n N gap_mean_ns T gap_p50_ns T
- *     gap_p90_ns T gap_p99_ns T gap_max_ns T shift S
+ *     gap_p90_ns T gap_p99_ns T gap_max_ns T gap_capped_mean_ns T
+ *     shift S
  *
- * (one line).  A trace holds the collective and gap side of the
- * telemetry, not the connection side, so a replay judges the wait chain
- * (noncomm_slow), not the delay matrix.  Nor does it judge hangs: a
- * blocked rank prints nothing, an interval in which no rank printed is
+ * (one line; gap_capped_mean_ns, the mean with each gap above p99
+ * counted as p99, is absent from older traces).  A trace holds the collective
+ * and gap side of the telemetry, not the connection side, so a replay judges
+ * the wait chain (noncomm_slow), not the delay matrix.  Nor does it judge
+ * hangs: a blocked rank prints nothing, an interval in which no rank printed is
  * not fed to the engine at all, and there is no agent to repeat a silent
  * rank's progress.  Each process (pid) is a device of its own.
  */
@@ -36,6 +38,8 @@ struct trace_row {
 	uint64_t kernel_n, kernel_mean_ns;
 	uint64_t gap_n, gap_mean_ns, gap_max_ns;
 	double gap_p50_ns, gap_p90_ns, gap_p99_ns;
+	double gap_capped_ns; /* gap_capped_mean_ns, when has_capped */
+	int has_capped;
 };
 
 struct trace {

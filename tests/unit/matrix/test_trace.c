@@ -146,6 +146,31 @@ START_TEST(test_parse)
 	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
 	ck_assert_int_eq(trace_parse_line(good, &r, &why), 1);
 	ck_assert_uint_eq(r.pid, 7);
+	ck_assert_int_eq(r.has_capped, 0);
+}
+END_TEST
+
+/* The capped mean of newer plugins is read; a bad one named. */
+START_TEST(test_parse_capped_mean)
+{
+	static const char line[] =
+		"c4-nccl-profiler: pid 7 comm 00000000000000ab rank 3 "
+		"interval 5 func 1 ops 10 kernel_n 9 kernel_mean_ns 1000 "
+		"gap_n 8 gap_mean_ns 500 gap_p50_ns 400 gap_p90_ns 900 "
+		"gap_p99_ns 990 gap_max_ns 1200 gap_capped_mean_ns 480 "
+		"shift 2\n";
+	struct trace_row r;
+	const char *why;
+	char bad[sizeof(line)];
+
+	ck_assert_int_eq(trace_parse_line(line, &r, &why), 1);
+	ck_assert_int_eq(r.has_capped, 1);
+	ck_assert(r.gap_capped_ns == 480.0);
+	ck_assert_uint_eq(r.gap_max_ns, 1200);
+	memcpy(bad, line, sizeof(line));
+	memcpy(strstr(bad, "mean_ns 480"), "mean_ns -48", 11);
+	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
+	ck_assert_str_eq(why, "gap_capped_mean_ns");
 }
 END_TEST
 
@@ -224,6 +249,7 @@ trace_suite(void)
 	tcase_add_test(tc, test_healthy_quiet);
 	tcase_add_test(tc, test_hang_run_no_slow_rank);
 	tcase_add_test(tc, test_parse);
+	tcase_add_test(tc, test_parse_capped_mean);
 	tcase_add_test(tc, test_read_counts_bad_lines);
 	tcase_add_test(tc, test_read_long_line);
 	suite_add_tcase(s, tc);

@@ -308,6 +308,10 @@ START_TEST(test_pb_excess)
 	ex = sketch_pb_excess(&d, p99);
 	ck_assert_msg(fabs(ex - (4000000 - p99)) < 4000000 * 0.011, "%f", ex);
 	ck_assert(sketch_pb_excess(&d, 5000000) == 0);
+	/* the sender's own answer is the receiver's, to the bit */
+	ck_assert(p99 == sketch_quantile(&s, 0.99));
+	ck_assert(sketch_excess(&s, p99) == ex);
+	ck_assert(sketch_excess(&s, 5000000) == 0);
 	d.sketch = NULL;
 	ck_assert(sketch_pb_excess(&d, 0) == 0);
 	sketch_pb_free(&q);
