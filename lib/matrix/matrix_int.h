@@ -232,6 +232,7 @@ struct track {
 	uint8_t seen;
 	uint8_t immediate;  /* hangs/lost nodes carry their own timeout */
 	uint8_t acc_strong; /* strong by accumulated evidence this interval */
+	float sscore;	    /* best score this interval not marked weak */
 	uint8_t live;
 	double reported_slowdown;
 	uint32_t hits_r;
@@ -325,6 +326,7 @@ int hang_detect(struct matrix *m);
 /* persist.c: candidates, persistence, event lifecycle */
 #define PERSIST_IMMEDIATE 1 /* open at once (the detector timed it) */
 #define PERSIST_STRONG	  2 /* strong evidence whatever the score */
+#define PERSIST_WEAK	  4 /* weak evidence whatever the score */
 int persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
 		    unsigned flags, const struct probe *pr);
 int persist_finish(struct matrix *m);

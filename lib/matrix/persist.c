@@ -60,7 +60,9 @@ persist_merge(struct c4m_event *dst, const struct c4m_event *e)
  * observations of one key in an interval are merged (cells, strongest
  * score, mean log slowdown). flags: PERSIST_IMMEDIATE opens without
  * waiting for persistence; PERSIST_STRONG counts the evidence as strong
- * (accumulated over intervals). pr (or NULL) says where the culprit is
+ * (accumulated over intervals); PERSIST_WEAK counts it as weak whatever
+ * its score (an effect too small to act on quickly). pr (or NULL) says
+ * where the culprit is
  * observed. Returns 0 or -1 on memory exhaustion.
  */
 int
@@ -88,6 +90,10 @@ persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
 		t->acc_strong = 1;
 	if (pr != NULL)
 		t->probe = *pr;
+	if (!t->seen)
+		t->sscore = 0;
+	if (!(flags & PERSIST_WEAK) && e->score > t->sscore)
+		t->sscore = e->score;
 	if (!t->seen) {
 		uint64_t first = t->ev.first_interval;
 		uint8_t state = t->ev.state;
@@ -177,7 +183,7 @@ persist_finish(struct matrix *m)
 		t->hist = (t->hist << 1) | t->seen;
 		t->strong = (t->strong << 1) |
 			    (t->seen &&
-			     (t->ev.score >= p->z_strong || t->acc_strong));
+			     (t->sscore >= p->z_strong || t->acc_strong));
 		t->acc_strong = 0;
 		hits = persist_popcount(t->hist & nmask);
 		if (t->seen) {

@@ -127,10 +127,18 @@ wait_fresh(const struct matrix *m, const struct crank *rs)
 	return rs->seen_iv == m->iv + 1 && rs->gn > 0 && rs->kn > 0;
 }
 
-/* Non-communication slow candidate for rank of c (per device key). */
+/*
+ * Non-communication slow candidate for rank of c (per device key): r the
+ * log ratio of its mean gap, z its score, cost what it costs the
+ * collectives (wait_cost).  A cost under twice min_slowdown is weak
+ * evidence whatever z says: over a few members the spread is tiny, so a
+ * few seconds of host jitter on one rank (a 1.07x dip of a healthy job,
+ * seen on GPUs) scores as high as a failing GPU, and only persistence
+ * tells them apart.
+ */
 static int
 wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
-	     float z)
+	     float z, float cost)
 {
 	struct c4m_event e;
 	struct probe pr;
@@ -157,11 +165,11 @@ wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
 	pr.kind = PROBE_RANK;
 	pr.a = (uint32_t)(c - m->comms);
 	pr.b = rank;
-	return persist_observe(m,
-			       persist_key(C4M_EV_NONCOMM_SLOW,
-					   ((uint64_t)d->host << 16) | d->gpu,
-					   0),
-			       &e, 0, &pr);
+	return persist_observe(
+		m,
+		persist_key(C4M_EV_NONCOMM_SLOW,
+			    ((uint64_t)d->host << 16) | d->gpu, 0),
+		&e, cost < 2.0f * m->lmin ? PERSIST_WEAK : 0, &pr);
 }
 
 /*
@@ -316,7 +324,7 @@ wait_comm(struct matrix *m, struct comm *c)
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
 		int warm = rs->gwarm >= p->warm_intervals, hot;
-		float q, x, z, a;
+		float q, x, z, a, cost = 0;
 
 		if (!wait_fresh(m, rs))
 			continue;
@@ -340,10 +348,12 @@ wait_comm(struct matrix *m, struct comm *c)
 		 * and its lateness must cost the collectives min_slowdown,
 		 * priced on its mean gap against the members' median one
 		 */
-		if (hot && wait_cost(rs, rs->lm - medm) < m->lmin)
+		if (hot)
+			cost = wait_cost(rs, rs->lm - medm);
+		if (hot && cost < m->lmin)
 			hot = 0;
 		if (hot) {
-			if (wait_observe(m, c, r, rs->lm - medm, z) < 0)
+			if (wait_observe(m, c, r, rs->lm - medm, z, cost) < 0)
 				return -1;
 			continue;
 		}
