@@ -202,13 +202,13 @@ wait_own_sigma(const struct matrix *m, const struct crank *rs)
 
 /*
  * What a late member costs its communicator (log units): the part x of
- * its mean gap beyond the usual (the members' median), over the cycle of
- * one op without it (the usual gap and the member's own kernel time,
- * which is the transfer alone since it waits for nobody).  Everyone else waits
- * that long, so this is the slowdown of the collectives, while x is that of the
- * gap alone: a gap of microseconds between back-to-back collectives can grow by
- * a fifth with a moment of host jitter and cost the job nothing.  Needs rs->lk
- * (wait_medians).
+ * its mean gap beyond the usual (the other members' median), over the
+ * cycle of one op without it (the usual gap and the member's own kernel
+ * time, which is the transfer alone since it waits for nobody).  Everyone
+ * else waits that long, so this is the slowdown of the collectives, while
+ * x is that of the gap alone: a gap of microseconds between back-to-back
+ * collectives can grow by a fifth with a moment of host jitter and cost
+ * the job nothing.  Needs rs->lk (wait_medians).
  */
 static float
 wait_cost(const struct crank *rs, float x)
@@ -252,6 +252,23 @@ wait_medians(struct matrix *m, struct comm *c, float *medk, float *medw)
 }
 
 /*
+ * Median log mean gap of the members other than rank that reported,
+ * what rank's lateness is measured against (in a pair the other
+ * member's, not the midpoint, which would halve it).  Uses v (nranks).
+ */
+static float
+wait_others(const struct matrix *m, const struct comm *c, uint32_t rank,
+	    float *v)
+{
+	uint32_t r, n = 0;
+
+	for (r = 0; r < c->nranks; r++)
+		if (r != rank && wait_fresh(m, &c->rs[r]))
+			v[n++] = c->rs[r].lm;
+	return matrix_median(v, n);
+}
+
+/*
  * Judge one communicator: medians of log gap, log kernel time and log wait
  * over the members that reported, each member's gap against the median
  * and its own baseline, a robust z over the members, the wait-chain
@@ -270,7 +287,7 @@ wait_comm(struct matrix *m, struct comm *c)
 {
 	const struct c4m_params *p = &m->p;
 	float *v = m->scratch;
-	float medg, medm, medk, medw = NAN, medr, mad, sig = 0;
+	float medg, medk, medw = NAN, medr, mad, sig = 0;
 	float clean = m->lmin;
 	int small = c->nranks < p->min_group, useq = 1;
 	uint32_t r, n = 0;
@@ -292,7 +309,6 @@ wait_comm(struct matrix *m, struct comm *c)
 	}
 	if (n < wait_quorum(m, c) || n * 2 < c->nranks)
 		return 0;
-	medm = matrix_median(v, n);
 	n = 0;
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
@@ -324,7 +340,7 @@ wait_comm(struct matrix *m, struct comm *c)
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
 		int warm = rs->gwarm >= p->warm_intervals, hot;
-		float q, x, z, a, cost = 0;
+		float q, x, z, a, lr = 0, cost = 0;
 
 		if (!wait_fresh(m, rs))
 			continue;
@@ -346,14 +362,16 @@ wait_comm(struct matrix *m, struct comm *c)
 			hot = 0;
 		/*
 		 * and its lateness must cost the collectives min_slowdown,
-		 * priced on its mean gap against the members' median one
+		 * priced on its mean gap against the other members' median
 		 */
-		if (hot)
-			cost = wait_cost(rs, rs->lm - medm);
+		if (hot) {
+			lr = rs->lm - wait_others(m, c, r, v);
+			cost = wait_cost(rs, lr);
+		}
 		if (hot && cost < m->lmin)
 			hot = 0;
 		if (hot) {
-			if (wait_observe(m, c, r, rs->lm - medm, z, cost) < 0)
+			if (wait_observe(m, c, r, lr, z, cost) < 0)
 				return -1;
 			continue;
 		}
