@@ -11,6 +11,9 @@
  *   trace-h200x4-hang.txt     rank 1 stops issuing for 10 s from 6.1 s
  *                             (no rank prints during the hang: the
  *                             replay sees the intervals before and after)
+ *   trace-h200x2-slow.txt     2 GPUs, rank 1's matmuls from 8.3 s after
+ *                             init, in interval 8 (the step grew 1.30x);
+ *                             with the capped gap mean of newer plugins
  */
 #include <check.h>
 #include <stdio.h>
@@ -70,6 +73,23 @@ START_TEST(test_slow_rank_named)
 	ck_assert_uint_eq(s.first_rank, 1);
 	ck_assert_uint_ge(s.first_iv, 9);
 	ck_assert_uint_le(s.first_iv, 11);
+}
+END_TEST
+
+/*
+ * A pair: the late rank is measured against the other member, not the
+ * midpoint of both, so its cost is strong evidence and it is named in
+ * the interval after the fault's.
+ */
+START_TEST(test_pair_slow_rank_named)
+{
+	struct seen s;
+
+	replay("trace-h200x2-slow.txt", &s);
+	ck_assert_uint_eq(s.open[C4M_EV_NONCOMM_SLOW], 1);
+	ck_assert_uint_eq(s.first_rank, 1);
+	ck_assert_uint_ge(s.first_iv, 8);
+	ck_assert_uint_le(s.first_iv, 9);
 }
 END_TEST
 
@@ -246,6 +266,7 @@ trace_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_slow_rank_named);
+	tcase_add_test(tc, test_pair_slow_rank_named);
 	tcase_add_test(tc, test_healthy_quiet);
 	tcase_add_test(tc, test_hang_run_no_slow_rank);
 	tcase_add_test(tc, test_parse);
