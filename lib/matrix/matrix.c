@@ -60,6 +60,9 @@ matrix_params_ok(const struct c4m_params *p)
 	    p->node_timeout < 1 || p->row_min_hot < 1 || !(p->elev_frac > 0) ||
 	    !(p->elev_frac <= 1))
 		return 0;
+	/* a member is compared with at least one other (wait.c) */
+	if (p->min_group < 2)
+		return 0;
 	return 1;
 }
 

@@ -232,7 +232,7 @@ struct track {
 	uint8_t seen;
 	uint8_t immediate;  /* hangs/lost nodes carry their own timeout */
 	uint8_t acc_strong; /* strong by accumulated evidence this interval */
-	float sscore;	    /* best score this interval not marked weak */
+	double sscore;	    /* best score this interval not marked weak */
 	uint8_t live;
 	double reported_slowdown;
 	uint32_t hits_r;

@@ -91,7 +91,7 @@ trace_parse_line(const char *line, struct trace_row *r, const char **why)
 	/* since the plugin gave it: what the master's sum of gaps is */
 	while (*s == ' ')
 		s++;
-	if (strncmp(s, "gap_capped_mean_ns ", 19) == 0) {
+	if (strncmp(s, "gap_capped_mean_ns", 18) == 0) {
 		if (trace_field(&s, "gap_capped_mean_ns", &r->gap_capped_ns) <
 		    0) {
 			*why = "gap_capped_mean_ns";

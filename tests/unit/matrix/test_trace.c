@@ -191,6 +191,17 @@ START_TEST(test_parse_capped_mean)
 	memcpy(strstr(bad, "mean_ns 480"), "mean_ns -48", 11);
 	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
 	ck_assert_str_eq(why, "gap_capped_mean_ns");
+	/* the name without its value is a bad field, not an older line */
+	ck_assert_int_eq(
+		trace_parse_line(
+			"c4-nccl-profiler: pid 7 comm 00000000000000ab "
+			"rank 3 interval 5 func 1 ops 10 kernel_n 9 "
+			"kernel_mean_ns 1000 gap_n 8 gap_mean_ns 500 "
+			"gap_p50_ns 400 gap_p90_ns 900 gap_p99_ns 990 "
+			"gap_max_ns 1200 gap_capped_mean_ns\n",
+			&r, &why),
+		-1);
+	ck_assert_str_eq(why, "gap_capped_mean_ns");
 }
 END_TEST
 

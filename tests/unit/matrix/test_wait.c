@@ -248,7 +248,13 @@ END_TEST
  */
 START_TEST(test_marginal_lateness_waits)
 {
+	struct c4m_params p;
 	struct c4m_event e;
+
+	/* a member needs another to be compared with */
+	matrix_params_default(&p);
+	p.min_group = 1;
+	ck_assert_ptr_null(matrix_new(&p));
 
 	nr = 4;
 	slow_until = 10;
