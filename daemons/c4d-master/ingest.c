@@ -3,8 +3,6 @@
  * engine events to c4.Event.
  */
 #define LOG_SUBSYS "ingest"
-/* samples before a duration's p99 caps its sum (c4m_stats.wsum) */
-#define ING_WINSOR_MIN 100
 
 #include "ingest.h"
 
@@ -321,7 +319,7 @@ ing_stats(const C4__DurationStats *d, struct c4m_stats *o)
 		o->p90 = q[1] / 1e3;
 		o->p99 = q[2] / 1e3;
 		/* floored above 0, which means "not given" */
-		if (d->count >= ING_WINSOR_MIN)
+		if (d->count >= C4M_WSUM_MIN)
 			o->wsum = fmax(o->sum - sketch_pb_excess(d, q[2]) / 1e3,
 				       1e-6);
 	} else {

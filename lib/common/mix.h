@@ -19,4 +19,12 @@ mix64(uint64_t x)
 	return x;
 }
 
+/* splitmix64: advance *state by the golden-ratio increment, mix it. */
+static inline uint64_t
+splitmix64(uint64_t *state)
+{
+	*state += 0x9e3779b97f4a7c15ull;
+	return mix64(*state);
+}
+
 #endif

@@ -33,6 +33,7 @@
 #define C4M_INV_MAX	 64   /* longest running-mean start of a baseline */
 #define C4M_VAR_PRIOR	 8.0f /* weight of the class spread in a cell's noise */
 #define C4M_GAP_QMIN	 20   /* gap samples for quantiles as its location */
+#define C4M_WSUM_MIN	 100  /* samples before p99 caps a sum (wsum) */
 #define C4M_MEM_HDR	 16u  /* bytes before each counted allocation */
 
 /* ---- default parameters (see docs/detection.md) ------------------------ */
@@ -126,8 +127,8 @@ struct c4m_stats {
 	uint64_t count;
 	double sum;
 	/*
-	 * sum with each sample above p99 counted as p99, from 100 samples
-	 * on (0: not given, use sum): robust to the odd pause of
+	 * sum with each sample above p99 counted as p99, from C4M_WSUM_MIN
+	 * samples on (0: not given, use sum): robust to the odd pause of
 	 * milliseconds when few samples are taken
 	 */
 	double wsum;

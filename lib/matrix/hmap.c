@@ -8,11 +8,11 @@
 #include "lib/common/mix.h" /* header only */
 #include "matrix_int.h"
 
-/* splitmix64 (its increment, then mix64) for slots and event ids. */
+/* splitmix64 from state x, for slots and event ids. */
 uint64_t
 hmap_mix(uint64_t x)
 {
-	return mix64(x + 0x9e3779b97f4a7c15ull);
+	return splitmix64(&x);
 }
 
 /* Allocate an empty table of cap slots (a power of two). 0 or -1. */

@@ -99,7 +99,7 @@ struct crank {
 	float lk;	   /* log mean kernel time */
 	float lw;	   /* log wait per step, NAN when none */
 	double gs, ks, ws; /* sums over this interval's summaries */
-	double gl;	   /* wait_loc of each summary times its count */
+	double gl;	   /* wait_q of each summary times its count */
 	uint64_t gn, kn, wn;
 };
 

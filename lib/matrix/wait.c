@@ -305,7 +305,7 @@ wait_comm(struct matrix *m, struct comm *c)
 		rs->lm = logf((float)(rs->gs / (double)rs->gn));
 		if (!rs->qall)
 			useq = 0;
-		v[n++] = rs->lm;
+		n++;
 	}
 	if (n < wait_quorum(m, c) || n * 2 < c->nranks)
 		return 0;

@@ -5,17 +5,8 @@
  */
 #include <math.h>
 
+#include "lib/common/mix.h" /* header only */
 #include "scen_int.h"
-
-static uint64_t
-rng_split(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 void
 rng_seed(struct rng *r, uint64_t seed)
@@ -23,7 +14,7 @@ rng_seed(struct rng *r, uint64_t seed)
 	int i;
 
 	for (i = 0; i < 4; i++)
-		r->s[i] = rng_split(&seed);
+		r->s[i] = splitmix64(&seed);
 	r->have = 0;
 }
 

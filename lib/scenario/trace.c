@@ -228,14 +228,15 @@ trace_coll(const struct trace_row *r, uint64_t seq, struct c4m_coll *c)
 	c->gap.p99 = r->gap_p99_ns / 1e3;
 	c->gap.max = (double)r->gap_max_ns / 1e3;
 	/*
-	 * The master caps each gap above p99 at p99 from 100 gaps on.  The
-	 * plugin prints that capped mean; older traces give only the
-	 * largest gap, so that one alone is capped.
+	 * The master caps each gap above p99 at p99 from C4M_WSUM_MIN gaps
+	 * on.  The plugin prints that capped mean; older traces give only
+	 * the largest gap, so that one alone is capped.
 	 */
-	if (r->gap_n >= 100 && r->has_capped)
+	if (r->gap_n >= C4M_WSUM_MIN && r->has_capped)
 		c->gap.wsum =
 			fmax(r->gap_capped_ns * (double)r->gap_n / 1e3, 1e-6);
-	else if (r->gap_n >= 100 && (double)r->gap_max_ns > r->gap_p99_ns)
+	else if (r->gap_n >= C4M_WSUM_MIN &&
+		 (double)r->gap_max_ns > r->gap_p99_ns)
 		c->gap.wsum =
 			gsum - ((double)r->gap_max_ns - r->gap_p99_ns) / 1e3;
 }

@@ -221,17 +221,30 @@ json_str(const char *line, const char *key, char *buf, size_t len)
 	return buf;
 }
 
-static sqlite3_int64
-db_count(const struct master *m, const char *sql, const char *id)
+/* The master's event store, read-only; NULL when it does not open. */
+static sqlite3 *
+db_open(const struct master *m)
 {
 	char path[128];
 	sqlite3 *db;
+
+	snprintf(path, sizeof(path), "%s/c4d-master.db", m->state);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_close(db);
+		return NULL;
+	}
+	return db;
+}
+
+static sqlite3_int64
+db_count(const struct master *m, const char *sql, const char *id)
+{
+	sqlite3 *db = db_open(m);
 	sqlite3_stmt *st;
 	sqlite3_int64 n = -1;
 
-	snprintf(path, sizeof(path), "%s/c4d-master.db", m->state);
-	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
-			 SQLITE_OK);
+	ck_assert_ptr_nonnull(db);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
 	if (id != NULL)
 		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -246,13 +259,11 @@ db_count(const struct master *m, const char *sql, const char *id)
 static const char *
 db_kinds(const struct master *m, char *buf, size_t len)
 {
-	char path[128];
-	sqlite3 *db;
+	sqlite3 *db = db_open(m);
 	sqlite3_stmt *st;
 
 	snprintf(buf, len, "?");
-	snprintf(path, sizeof(path), "%s/c4d-master.db", m->state);
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+	if (db == NULL)
 		return buf;
 	if (sqlite3_prepare_v2(
 		    db,

@@ -62,7 +62,7 @@ plan_seed(const struct fab *f, enum fab_node kind, uint32_t id)
 	uint64_t x = (uint64_t)f->seed << 32 ^ (uint64_t)kind << 24 ^ id;
 
 	/* splitmix64: neighbouring switches get unrelated seeds */
-	x = mix64(x + 0x9e3779b97f4a7c15ull);
+	x = splitmix64(&x);
 	return (uint32_t)x != 0 ? (uint32_t)x : 1;
 }
 

@@ -115,6 +115,27 @@ START_TEST(test_hang_run_no_slow_rank)
 }
 END_TEST
 
+/*
+ * line with the first "from" replaced by "to" (as long) does not parse,
+ * and names field why (NULL: whatever it names).
+ */
+static void
+parse_bad(const char *line, const char *from, const char *to, const char *why)
+{
+	char bad[512];
+	struct trace_row r;
+	const char *w;
+
+	ck_assert_uint_lt(strlen(line), sizeof(bad));
+	ck_assert_uint_eq(strlen(from), strlen(to));
+	strcpy(bad, line);
+	ck_assert_ptr_nonnull(strstr(bad, from));
+	memcpy(strstr(bad, from), to, strlen(to));
+	ck_assert_int_eq(trace_parse_line(bad, &r, &w), -1);
+	if (why != NULL)
+		ck_assert_str_eq(w, why);
+}
+
 START_TEST(test_parse)
 {
 	static const char good[] =
@@ -124,7 +145,6 @@ START_TEST(test_parse)
 		"gap_p99_ns 990 gap_max_ns 1200 shift 2\n";
 	struct trace_row r;
 	const char *why;
-	char bad[sizeof(good)];
 
 	ck_assert_int_eq(trace_parse_line(good, &r, &why), 1);
 	ck_assert_uint_eq(r.comm, 0xab);
@@ -140,31 +160,14 @@ START_TEST(test_parse)
 					  &r, &why),
 			 0);
 	/* a field missing, a value not a number, quantiles out of order */
-	memcpy(bad, good, sizeof(good));
-	memcpy(strstr(bad, "gap_n"), "gap_x", 5);
-	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
-	ck_assert_str_eq(why, "gap_n");
-	memcpy(bad, good, sizeof(good));
-	memcpy(strstr(bad, "ops 10"), "ops -1", 6);
-	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
-	ck_assert_str_eq(why, "ops");
-	memcpy(bad, good, sizeof(good));
-	memcpy(strstr(bad, "gap_p50_ns 400"), "gap_p50_ns 999", 14);
-	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
-	memcpy(bad, good, sizeof(good));
-	memcpy(strstr(bad, "comm 0"), "comm z", 6);
-	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
-	memcpy(bad, good, sizeof(good));
-	memcpy(strstr(bad, "comm 0"), "comm -", 6);
-	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
+	parse_bad(good, "gap_n", "gap_x", "gap_n");
+	parse_bad(good, "ops 10", "ops -1", "ops");
+	parse_bad(good, "gap_p50_ns 400", "gap_p50_ns 999", NULL);
+	parse_bad(good, "comm 0", "comm z", NULL);
+	parse_bad(good, "comm 0", "comm -", NULL);
 	/* numbers are whole and at most 2^53, as the plugin prints them */
-	memcpy(bad, good, sizeof(good));
-	memcpy(strstr(bad, "func 1"), "func 1e30", 9);
-	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
-	ck_assert_str_eq(why, "func");
-	memcpy(bad, good, sizeof(good));
-	memcpy(strstr(bad, "ops 10"), "ops .5", 6);
-	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
+	parse_bad(good, "func 1 ops 10", "func 1e30s 10", "func");
+	parse_bad(good, "ops 10", "ops .5", NULL);
 	ck_assert_int_eq(trace_parse_line(good, &r, &why), 1);
 	ck_assert_uint_eq(r.pid, 7);
 	ck_assert_int_eq(r.has_capped, 0);
@@ -182,16 +185,12 @@ START_TEST(test_parse_capped_mean)
 		"shift 2\n";
 	struct trace_row r;
 	const char *why;
-	char bad[sizeof(line)];
 
 	ck_assert_int_eq(trace_parse_line(line, &r, &why), 1);
 	ck_assert_int_eq(r.has_capped, 1);
 	ck_assert(r.gap_capped_ns == 480.0);
 	ck_assert_uint_eq(r.gap_max_ns, 1200);
-	memcpy(bad, line, sizeof(line));
-	memcpy(strstr(bad, "mean_ns 480"), "mean_ns -48", 11);
-	ck_assert_int_eq(trace_parse_line(bad, &r, &why), -1);
-	ck_assert_str_eq(why, "gap_capped_mean_ns");
+	parse_bad(line, "mean_ns 480", "mean_ns -48", "gap_capped_mean_ns");
 	/* the name without its value is a bad field, not an older line */
 	ck_assert_int_eq(
 		trace_parse_line(
