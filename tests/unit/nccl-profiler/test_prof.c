@@ -5,9 +5,10 @@
  * nccl-profiler/replay.c) through the same callbacks NCCL calls and checks
  * the per-interval summaries: op counts and bytes, kernel time from the
  * GPU timers, per-peer transfers from SendWait, waits, progress markers.
- * The committed fixture is hand-built (tests/unit/nccl/make_fixture.py
- * documents the event order it follows); a real capture from the GPU
- * machine may replace it, keeping these assertions' shape.
+ * The committed fixture is hand-built
+ * (tests/unit/nccl-profiler/make_fixture.py documents the event order it
+ * follows); a real capture from the GPU machine may replace it, keeping
+ * these assertions' shape.
  *
  * The other tests drive the callbacks directly: stale and doubled
  * handles, pool exhaustion, PXN proxy ops, the live activation mask,
