@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "nccl_abi.h"
+#include "names.h"
 #include "prof.h"
 
 #define PLUGIN_NAME	      "c4"
@@ -115,8 +116,8 @@ plugin_acquire(void)
 	cfg.detail = plugin_env_u32("C4_PROFILER_DETAIL", 1) != 0;
 	ev = getenv("C4_PROFILER_EVENTS");
 	if (ev != NULL && *ev != '\0' &&
-	    prof_events_parse(ev, &cfg.base_mask, &cfg.detail, err,
-			      sizeof(err)) < 0)
+	    names_events_parse(ev, &cfg.base_mask, &cfg.detail, err,
+			       sizeof(err)) < 0)
 		fprintf(stderr,
 			"c4-nccl-profiler: C4_PROFILER_EVENTS: %s; using the "
 			"default events\n",
@@ -221,11 +222,11 @@ plugin_v5_start(void *context, void **handle, struct nccl_v5_descr *e)
 	switch (e->type) {
 	case NCCL_EV_COLL:
 		d.seq = e->coll.seqNumber;
-		d.func = prof_func_code(e->coll.func);
-		d.algo = prof_algo_code(e->coll.algo);
-		d.proto = prof_proto_code(e->coll.proto);
+		d.func = names_func_code(e->coll.func);
+		d.algo = names_algo_code(e->coll.algo);
+		d.proto = names_proto_code(e->coll.proto);
 		d.count = e->coll.count;
-		d.bytes = e->coll.count * prof_dtype_size(e->coll.datatype);
+		d.bytes = e->coll.count * names_dtype_size(e->coll.datatype);
 		d.nchannels = e->coll.nChannels;
 		break;
 	case NCCL_EV_PROXY_OP:
@@ -282,11 +283,11 @@ plugin_v4_start(void *context, void **handle, struct nccl_v4_descr *e)
 	switch (e->type) {
 	case NCCL_EV_COLL:
 		d.seq = e->coll.seqNumber;
-		d.func = prof_func_code(e->coll.func);
-		d.algo = prof_algo_code(e->coll.algo);
-		d.proto = prof_proto_code(e->coll.proto);
+		d.func = names_func_code(e->coll.func);
+		d.algo = names_algo_code(e->coll.algo);
+		d.proto = names_proto_code(e->coll.proto);
 		d.count = e->coll.count;
-		d.bytes = e->coll.count * prof_dtype_size(e->coll.datatype);
+		d.bytes = e->coll.count * names_dtype_size(e->coll.datatype);
 		d.nchannels = e->coll.nChannels;
 		break;
 	case NCCL_EV_PROXY_OP:

@@ -23,13 +23,28 @@ struct pool {
 	uint32_t cap;
 };
 
-/* All cap indices start free.  0, or -1 on a bad cap or ENOMEM. */
+/*
+ * Sets up p with indices 0..cap-1, all free; p owns its free list until
+ * pool_free.  0, or -1 on a bad cap or ENOMEM.  Before any thread uses p.
+ */
 int pool_init(struct pool *p, uint32_t cap);
+
+/* Frees p's free list (a zeroed pool is accepted).  Once no thread uses p. */
 void pool_free(struct pool *p);
-/* A free index, or -1 when none is left (a drop is counted). */
+
+/*
+ * A free index, now the caller's, or -1 when none is left (a drop is
+ * counted).  Any thread, lock-free.
+ */
 int64_t pool_get(struct pool *p);
-/* Gives back an index obtained from pool_get. */
+
+/*
+ * Gives back idx, obtained from pool_get and not given back since.  Any
+ * thread, lock-free.
+ */
 void pool_put(struct pool *p, uint32_t idx);
+
+/* Gets that found the pool empty since pool_init.  Any thread; reads. */
 uint64_t pool_drops(const struct pool *p);
 
 #endif

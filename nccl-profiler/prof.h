@@ -28,12 +28,17 @@
  * Coll events of the communicator so far, from 1.  It is the same on
  * every rank because every rank must issue the same collectives in the
  * same order; progress markers and first/last seq use it.
+ *
+ * Files.  prof.c: these entry points and the process-wide state (core.h);
+ * producer.c: the callbacks; consumer.c: the drain and the aggregates;
+ * report.c: the interval's report; sample.c: kernel-channel sampling;
+ * record.c and replay.c: recordings; trace.c: the lines on stderr;
+ * names.c: NCCL's names; comm.c, ring.c, pool.c: the data structures.
  */
 #ifndef C4_PROF_H
 #define C4_PROF_H
 
 #include <stdint.h>
-#include <stdio.h>
 
 #include "c4client.h"
 #include "nccl_abi.h"
@@ -109,20 +114,58 @@ struct prof_counters {
 typedef void (*prof_sink_fn)(const struct c4client_report *r, void *arg);
 
 /*
- * Process-wide start and stop.  prof_open reads nothing from the
- * environment (plugin.c does); it opens the client session when
- * socket_path and job_id are set and starts the thread when asked.
- * 0 or -1.  prof_close flushes one last report and frees everything.
+ * Opens the process-wide core: copies cfg (and the strings it points to;
+ * the caller keeps its own), allocates the rings, opens the recording
+ * and the client session when socket_path and job_id are set, and starts
+ * the aggregation thread when cfg->thread is set.  Reads nothing from the
+ * environment (plugin.c does).  0, or -1 when already open or on failure
+ * (nothing is left open).  Any thread; takes the core's lock.
  */
 int prof_open(const struct prof_config *cfg);
+
+/*
+ * Closes the core: stops the thread, drains and sends one last report,
+ * prints the counters when asked (stats, recording), closes the session
+ * and frees every communicator and ring.  Handles and contexts given to
+ * NCCL are void afterwards.  A no-op when not open.  Not on the
+ * aggregation thread; no callback may run meanwhile.
+ */
 void prof_close(void);
-/* Test hooks: a fake clock (ns) and a sink instead of c4client_report. */
+
+/*
+ * Test and replay hooks, set before prof_open and cleared after
+ * prof_close: a clock (ns) instead of CLOCK_MONOTONIC, which also dates
+ * reports instead of CLOCK_REALTIME (NULL: the real clocks); a sink that
+ * gets each report instead of c4client_report (NULL: the client).  The
+ * core keeps the pointers, not what they point to.
+ */
 void prof_set_clock(uint64_t (*now)(void));
 void prof_set_sink(prof_sink_fn fn, void *arg);
+
+/*
+ * Turns ProxyStep events on or off; communicators' masks follow at the
+ * next report.  Any thread.
+ */
 void prof_set_detail(int on);
+
+/* The plugin's clock (ns): the test clock, else CLOCK_MONOTONIC. */
 uint64_t prof_now(void);
 
-/* The callbacks (0 = ncclSuccess, anything else an error for NCCL). */
+/*
+ * The plugin's clock read coarsely (CLOCK_MONOTONIC_COARSE, or the test
+ * clock): dates records whose timing comes from GPU timers.  Any thread.
+ */
+uint64_t prof_now_coarse(void);
+
+/* CLOCK_MONOTONIC and CLOCK_REALTIME (ns), whatever the test clock. */
+uint64_t prof_mono(void);
+uint64_t prof_realtime(void);
+
+/*
+ * NCCL's callbacks (producer.h says what each does).  0 = ncclSuccess,
+ * always: the plugin never fails NCCL.  On NCCL's threads; event
+ * callbacks never block or allocate.
+ */
 int prof_init(void **ctx, uint64_t comm_hash, int *mask, const char *name,
 	      int nnodes, int nranks, int rank);
 int prof_start(void *ctx, void **handle, const struct prof_descr *d);
@@ -130,32 +173,20 @@ int prof_stop(void *handle);
 int prof_state(void *handle, int state, uint64_t trans_size, uint64_t ptimer);
 int prof_finalize(void *ctx);
 
-/* Drains the rings; with report set, builds and sinks the interval. */
+/*
+ * Drains the rings; with report set, also ends the interval: sends its
+ * report, reaps finalized communicators, starts the next interval, polls
+ * the detail switch and adapts sampling, flushes the recording.  On the
+ * aggregation thread, or on the caller's when there is none (cfg.thread
+ * 0): never two at once.
+ */
 void prof_tick(int report);
+
+/*
+ * Fills *out with the counters since prof_open, of live and reaped
+ * communicators alike.  Reads only; exact on the aggregation thread (or
+ * when none runs), an approximation elsewhere.
+ */
 void prof_counters(struct prof_counters *out);
-
-/*
- * Parses an event list ("coll,kernel,proxy,step" or "none"; see
- * docs/nccl.md) into *base (Coll, KernelCh, ProxyOp bits; -1 for
- * none, as prof_config.base_mask) and *detail (1 when "step" is named).  0, or
- * -1 with err naming the bad word.
- */
-int prof_events_parse(const char *s, int *base, int *detail, char *err,
-		      size_t errlen);
-
-/* Names NCCL uses, to our enums and sizes (0 / 0 when unknown). */
-int prof_func_code(const char *s);
-int prof_algo_code(const char *s);
-int prof_proto_code(const char *s);
-size_t prof_dtype_size(const char *s);
-
-/*
- * Replays a recording (C4_PROFILER_RECORD, format in replay.c) through
- * the callbacks: opens the core with cfg (no thread), runs its clock from
- * the recorded timestamps, reports at every interval boundary and at the
- * end (prof_close).  Returns the callbacks fed, or -1 with err filled.
- */
-int prof_replay(FILE *f, const struct prof_config *cfg, prof_sink_fn sink,
-		void *arg, char *err, size_t errlen);
 
 #endif

@@ -18,8 +18,11 @@
  * our c4client enums; seq is NCCL's seqNumber; pxn is 1 for a ProxyOp
  * whose pid was not the recording process's.  "(nil)" is a NULL handle.
  */
+#include "replay.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -125,155 +128,188 @@ replay_err(char *err, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-int
-prof_replay(FILE *f, const struct prof_config *cfg, prof_sink_fn sink,
-	    void *arg, char *err, size_t errlen)
-{
-	struct replay_map handles = {0}, ctxs = {0};
-	struct prof_config c = *cfg;
-	char line[REPLAY_LINE_MAX], a[64], b[64], p[64];
-	unsigned long long t, hash, seq, count, bytes, trans, ptimer;
+/* One replay's mappings and interval clock. */
+struct replay {
+	struct replay_map handles, ctxs;
+	int **masks; /* NCCL's mask, one per communicator */
+	size_t nmasks;
 	uint64_t next, step_ns;
-	int **masks = NULL;
-	size_t nmasks = 0;
-	int fed = 0, lineno = 0, n, ok = 1;
+};
+
+/* I t ctx commhash nnodes nranks rank.  0, or -1 on a bad record. */
+static int
+replay_init(struct replay *rp, const char *line)
+{
+	char a[64];
+	unsigned long long t, hash;
+	int nn, nr, rk, *mask, **nm;
+	void *ctx;
+
+	if (sscanf(line, "I %llu %63s %llx %d %d %d", &t, a, &hash, &nn, &nr,
+		   &rk) != 6)
+		return -1;
+	mask = calloc(1, sizeof(*mask));
+	nm = realloc(rp->masks, (rp->nmasks + 1) * sizeof(*rp->masks));
+	if (mask == NULL || nm == NULL) {
+		free(mask);
+		return -1;
+	}
+	rp->masks = nm;
+	rp->masks[rp->nmasks++] = mask;
+	prof_init(&ctx, hash, mask, NULL, nn, nr, rk);
+	return replay_put(&rp->ctxs, replay_ptr(a), ctx);
+}
+
+/* S t ctx handle type parent ... (see the top).  0, or -1. */
+static int
+replay_start(struct replay *rp, const char *line)
+{
+	char a[64], b[64], p[64];
+	unsigned long long t, seq, count, bytes, ptimer;
 	struct prof_descr d;
 	void *h, *ctx;
+	int pxn;
 
-	c.thread = 0;
-	c.record_path = NULL;
-	if (c.interval_ms < PROF_INTERVAL_MIN ||
-	    c.interval_ms > PROF_INTERVAL_MAX)
-		c.interval_ms = PROF_INTERVAL_DEFAULT;
-	step_ns = (uint64_t)c.interval_ms * 1000000ull;
-	replay_clock_ns = 0;
-	next = 0;
-	prof_set_clock(replay_clock);
-	prof_set_sink(sink, arg);
-	if (prof_open(&c) < 0) {
-		replay_err(err, errlen, "cannot open the core");
-		ok = 0;
-		goto out;
+	memset(&d, 0, sizeof(d));
+	if (sscanf(line,
+		   "S %llu %63s %63s %d %63s %d %llu %d %d %d "
+		   "%llu %llu %u %d %d %d %d %d %d %d %llu",
+		   &t, a, b, &d.type, p, &d.rank, &seq, &d.func, &d.algo,
+		   &d.proto, &count, &bytes, &d.nchannels, &pxn, &d.channel,
+		   &d.peer, &d.nsteps, &d.chunk, &d.is_send, &d.step,
+		   &ptimer) != 21)
+		return -1;
+	d.seq = seq;
+	d.count = count;
+	d.bytes = bytes;
+	d.ptimer = ptimer;
+	d.pid = pxn ? -1 : (int)getpid();
+	d.parent = replay_get(&rp->handles, replay_ptr(p));
+	ctx = replay_get(&rp->ctxs, replay_ptr(a));
+	prof_start(ctx, &h, &d);
+	if (replay_ptr(b) != 0 &&
+	    replay_put(&rp->handles, replay_ptr(b), h) < 0)
+		return -1;
+	return 0;
+}
+
+/* Feeds one record line of kind op.  0, or -1 on a bad record. */
+static int
+replay_line(struct replay *rp, char op, const char *line)
+{
+	char a[64];
+	unsigned long long t, trans, ptimer;
+	int st;
+
+	switch (op) {
+	case 'I':
+		return replay_init(rp, line);
+	case 'S':
+		return replay_start(rp, line);
+	case 'R':
+		if (sscanf(line, "R %llu %63s %d %llu %llu", &t, a, &st, &trans,
+			   &ptimer) != 5)
+			return -1;
+		prof_state(replay_get(&rp->handles, replay_ptr(a)), st, trans,
+			   ptimer);
+		return 0;
+	case 'E':
+		if (sscanf(line, "E %llu %63s", &t, a) != 2)
+			return -1;
+		prof_stop(replay_get(&rp->handles, replay_ptr(a)));
+		return 0;
+	case 'F':
+		if (sscanf(line, "F %llu %63s", &t, a) != 2)
+			return -1;
+		prof_finalize(replay_get(&rp->ctxs, replay_ptr(a)));
+		return 0;
+	default:
+		return -1;
 	}
-	while (fgets(line, sizeof(line), f) != NULL) {
-		char op;
+}
 
+/*
+ * Moves the clock to t, reporting at every interval boundary on the way;
+ * the first record's time starts the first interval.
+ */
+static void
+replay_clock_to(struct replay *rp, uint64_t t)
+{
+	if (rp->next == 0) {
+		rp->next = t + rp->step_ns;
+		replay_clock_ns = t;
+	}
+	while (t >= rp->next) {
+		replay_clock_ns = rp->next;
+		prof_tick(1);
+		rp->next += rp->step_ns;
+	}
+	replay_clock_ns = t;
+}
+
+/* Feeds every line of f.  The callbacks fed, or -1 with err filled. */
+static int
+replay_feed(struct replay *rp, FILE *f, char *err, size_t errlen)
+{
+	char line[REPLAY_LINE_MAX], op;
+	unsigned long long t;
+	int fed = 0, lineno = 0;
+
+	while (fgets(line, sizeof(line), f) != NULL) {
 		lineno++;
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
 		if (sscanf(line, "%c %llu", &op, &t) != 2) {
 			replay_err(err, errlen, "line %d: no op and time",
 				   lineno);
-			ok = 0;
-			break;
+			return -1;
 		}
-		if (next == 0) {
-			next = t + step_ns;
-			replay_clock_ns = t;
-		}
-		while (t >= next) {
-			replay_clock_ns = next;
-			prof_tick(1);
-			next += step_ns;
-		}
-		replay_clock_ns = t;
-		memset(&d, 0, sizeof(d));
-		switch (op) {
-		case 'I': {
-			int nn, nr, rk, *mask;
-			int **nm;
-
-			n = sscanf(line, "I %llu %63s %llx %d %d %d", &t, a,
-				   &hash, &nn, &nr, &rk);
-			if (n != 6)
-				break;
-			mask = calloc(1, sizeof(*mask));
-			nm = realloc(masks, (nmasks + 1) * sizeof(*masks));
-			if (mask == NULL || nm == NULL) {
-				free(mask);
-				n = 0;
-				break;
-			}
-			masks = nm;
-			masks[nmasks++] = mask;
-			prof_init(&ctx, hash, mask, NULL, nn, nr, rk);
-			if (replay_put(&ctxs, replay_ptr(a), ctx) < 0)
-				n = 0;
-			break;
-		}
-		case 'S': {
-			int pxn;
-
-			n = sscanf(line,
-				   "S %llu %63s %63s %d %63s %d %llu %d %d %d "
-				   "%llu %llu %u %d %d %d %d %d %d %d %llu",
-				   &t, a, b, &d.type, p, &d.rank, &seq, &d.func,
-				   &d.algo, &d.proto, &count, &bytes,
-				   &d.nchannels, &pxn, &d.channel, &d.peer,
-				   &d.nsteps, &d.chunk, &d.is_send, &d.step,
-				   &ptimer);
-			if (n != 21) {
-				n = 0;
-				break;
-			}
-			d.seq = seq;
-			d.count = count;
-			d.bytes = bytes;
-			d.ptimer = ptimer;
-			d.pid = pxn ? -1 : (int)getpid();
-			d.parent = replay_get(&handles, replay_ptr(p));
-			ctx = replay_get(&ctxs, replay_ptr(a));
-			prof_start(ctx, &h, &d);
-			if (replay_ptr(b) != 0 &&
-			    replay_put(&handles, replay_ptr(b), h) < 0)
-				n = 0;
-			break;
-		}
-		case 'R': {
-			int st;
-
-			n = sscanf(line, "R %llu %63s %d %llu %llu", &t, b, &st,
-				   &trans, &ptimer);
-			if (n == 5)
-				prof_state(replay_get(&handles, replay_ptr(b)),
-					   st, trans, ptimer);
-			break;
-		}
-		case 'E':
-			n = sscanf(line, "E %llu %63s", &t, b);
-			if (n == 2)
-				prof_stop(replay_get(&handles, replay_ptr(b)));
-			break;
-		case 'F':
-			n = sscanf(line, "F %llu %63s", &t, a);
-			if (n == 2)
-				prof_finalize(replay_get(&ctxs, replay_ptr(a)));
-			break;
-		default:
-			n = 0;
-		}
-		if (n == 0 || (op == 'I' && n != 6) || (op == 'R' && n != 5) ||
-		    ((op == 'E' || op == 'F') && n != 2)) {
+		replay_clock_to(rp, t);
+		if (replay_line(rp, op, line) < 0) {
 			replay_err(err, errlen, "line %d: bad '%c' record",
 				   lineno, op);
-			ok = 0;
-			break;
+			return -1;
 		}
 		fed++;
 	}
-	/* The last interval, then close (which reports once more). */
-	replay_clock_ns = next;
-	prof_tick(1);
-	prof_close();
-out:
+	return fed;
+}
+
+int
+replay_run(FILE *f, const struct prof_config *cfg, prof_sink_fn sink, void *arg,
+	   char *err, size_t errlen)
+{
+	struct replay rp;
+	struct prof_config c = *cfg;
+	int fed = -1;
+
+	memset(&rp, 0, sizeof(rp));
+	c.thread = 0;
+	c.record_path = NULL;
+	if (c.interval_ms < PROF_INTERVAL_MIN ||
+	    c.interval_ms > PROF_INTERVAL_MAX)
+		c.interval_ms = PROF_INTERVAL_DEFAULT;
+	rp.step_ns = (uint64_t)c.interval_ms * 1000000ull;
+	replay_clock_ns = 0;
+	prof_set_clock(replay_clock);
+	prof_set_sink(sink, arg);
+	if (prof_open(&c) < 0) {
+		replay_err(err, errlen, "cannot open the core");
+	} else {
+		fed = replay_feed(&rp, f, err, errlen);
+		/* The last interval, then close (which reports once more). */
+		replay_clock_ns = rp.next;
+		prof_tick(1);
+		prof_close();
+	}
 	prof_set_clock(NULL);
 	prof_set_sink(NULL, NULL);
-	while (nmasks > 0)
-		free(masks[--nmasks]);
-	free(masks);
-	free(handles.key);
-	free(handles.val);
-	free(ctxs.key);
-	free(ctxs.val);
-	return ok ? fed : -1;
+	while (rp.nmasks > 0)
+		free(rp.masks[--rp.nmasks]);
+	free(rp.masks);
+	free(rp.handles.key);
+	free(rp.handles.val);
+	free(rp.ctxs.key);
+	free(rp.ctxs.val);
+	return fed;
 }

@@ -25,15 +25,38 @@ struct ring {
 	unsigned char *slots;
 };
 
-/* cap is rounded up to a power of two.  0, or -1 on bad size or ENOMEM. */
+/*
+ * Sets up r for records of size bytes; cap is rounded up to a power of
+ * two.  r owns its slots until ring_free.  0, or -1 on bad size or
+ * ENOMEM.  Before either side uses r.
+ */
 int ring_init(struct ring *r, uint32_t cap, size_t size);
+
+/*
+ * Frees r's slots (slots becomes NULL; a zeroed ring is accepted).  Once
+ * neither side uses r any more.
+ */
 void ring_free(struct ring *r);
-/* Producer: copies one record in; -1 (and a drop counted) when full. */
+
+/*
+ * Producer (the one thread that owns r): copies size bytes of rec in;
+ * -1 (and a drop counted) when full.  Never blocks.
+ */
 int ring_push(struct ring *r, const void *rec);
-/* Consumer: copies the oldest record out; -1 when empty. */
+
+/*
+ * Consumer (one thread): copies the oldest record out into rec; -1 when
+ * empty.  Never blocks.
+ */
 int ring_pop(struct ring *r, void *rec);
-/* Consumer: empties the ring (used when a ring is handed to a new thread). */
+
+/*
+ * Consumer: empties the ring (used when a ring is handed to a new
+ * thread); the drop count stays.
+ */
 void ring_reset(struct ring *r);
+
+/* Records lost to a full ring since ring_init.  Any thread; reads only. */
 uint64_t ring_drops(const struct ring *r);
 
 #endif

@@ -5,9 +5,10 @@
  * nccl-profiler/replay.c) through the same callbacks NCCL calls and checks
  * the per-interval summaries: op counts and bytes, kernel time from the
  * GPU timers, per-peer transfers from SendWait, waits, progress markers.
- * The committed fixture is hand-built (tests/unit/nccl/make_fixture.py
- * documents the event order it follows); a real capture from the GPU
- * machine may replace it, keeping these assertions' shape.
+ * The committed fixture is hand-built
+ * (tests/unit/nccl-profiler/make_fixture.py documents the event order it
+ * follows); a real capture from the GPU machine may replace it, keeping
+ * these assertions' shape.
  *
  * The other tests drive the callbacks directly: stale and doubled
  * handles, pool exhaustion, PXN proxy ops, the live activation mask,
@@ -19,7 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "names.h"
 #include "prof.h"
+#include "replay.h"
 
 #define REPORTS_MAX 8
 
@@ -168,7 +171,7 @@ START_TEST(test_replay_fixture)
 	snprintf(path, sizeof(path), "%s/nccl/allreduce-socket-r0.rec", dir);
 	f = fopen(path, "r");
 	ck_assert_ptr_nonnull(f);
-	n = prof_replay(f, &cfg, capture, s, err, sizeof(err));
+	n = replay_run(f, &cfg, capture, s, err, sizeof(err));
 	fclose(f);
 	ck_assert_msg(n > 0, "replay: %s", err);
 	ck_assert_int_eq(n, 282);
@@ -265,7 +268,7 @@ replay_gpu(const char *name, int socket)
 	snprintf(path, sizeof(path), "%s/nccl/%s", dir, name);
 	f = fopen(path, "r");
 	ck_assert_ptr_nonnull(f);
-	ck_assert_msg(prof_replay(f, &cfg, capture, s, err, sizeof(err)) > 0,
+	ck_assert_msg(replay_run(f, &cfg, capture, s, err, sizeof(err)) > 0,
 		      "replay: %s", err);
 	fclose(f);
 	for (int i = 0; i < s->n; i++) {
@@ -325,7 +328,7 @@ START_TEST(test_replay_rejects_garbage)
 
 	fputs("I 1 0x1 abc 1 2 0\nS 2 0x1 0x2 nonsense\n", f);
 	rewind(f);
-	ck_assert_int_eq(prof_replay(f, &cfg, capture, &s, err, sizeof(err)),
+	ck_assert_int_eq(replay_run(f, &cfg, capture, &s, err, sizeof(err)),
 			 -1);
 	ck_assert_ptr_nonnull(strstr(err, "line 2"));
 	fclose(f);
@@ -472,34 +475,35 @@ START_TEST(test_events_list)
 	int base = 0, detail = 0, mask;
 	void *ctx;
 
-	ck_assert_int_eq(prof_events_parse("coll,kernel", &base, &detail, err,
-					   sizeof(err)),
+	ck_assert_int_eq(names_events_parse("coll,kernel", &base, &detail, err,
+					    sizeof(err)),
 			 0);
 	ck_assert_int_eq(base, NCCL_EV_COLL | NCCL_EV_KERNEL_CH);
 	ck_assert_int_eq(detail, 0);
-	ck_assert_int_eq(prof_events_parse("coll, proxy,step", &base, &detail,
-					   err, sizeof(err)),
+	ck_assert_int_eq(names_events_parse("coll, proxy,step", &base, &detail,
+					    err, sizeof(err)),
 			 0);
 	ck_assert_int_eq(base, NCCL_EV_COLL | NCCL_EV_PROXY_OP);
 	ck_assert_int_eq(detail, 1);
 	ck_assert_int_eq(
-		prof_events_parse("none", &base, &detail, err, sizeof(err)), 0);
+		names_events_parse("none", &base, &detail, err, sizeof(err)),
+		0);
 	ck_assert_int_eq(base, -1);
-	ck_assert_int_eq(prof_events_parse("coll,kernal", &base, &detail, err,
-					   sizeof(err)),
+	ck_assert_int_eq(names_events_parse("coll,kernal", &base, &detail, err,
+					    sizeof(err)),
 			 -1);
 	ck_assert_ptr_nonnull(strstr(err, "\"kernal\""));
 	ck_assert_int_eq(
-		prof_events_parse("kernel", &base, &detail, err, sizeof(err)),
+		names_events_parse("kernel", &base, &detail, err, sizeof(err)),
 		-1);
-	ck_assert_int_eq(prof_events_parse("coll,step", &base, &detail, err,
-					   sizeof(err)),
+	ck_assert_int_eq(names_events_parse("coll,step", &base, &detail, err,
+					    sizeof(err)),
 			 -1);
-	ck_assert_int_eq(prof_events_parse("none,coll", &base, &detail, err,
-					   sizeof(err)),
+	ck_assert_int_eq(names_events_parse("none,coll", &base, &detail, err,
+					    sizeof(err)),
 			 -1);
 	ck_assert_int_eq(
-		prof_events_parse(",", &base, &detail, err, sizeof(err)), -1);
+		names_events_parse(",", &base, &detail, err, sizeof(err)), -1);
 
 	/* The mask NCCL reads follows the list; step stays live. */
 	prof_set_clock(fake_clock);
@@ -976,21 +980,21 @@ END_TEST
 
 START_TEST(test_names)
 {
-	ck_assert_int_eq(prof_func_code("AllReduce"), C4CLIENT_ALLREDUCE);
-	ck_assert_int_eq(prof_func_code("ReduceScatter"),
+	ck_assert_int_eq(names_func_code("AllReduce"), C4CLIENT_ALLREDUCE);
+	ck_assert_int_eq(names_func_code("ReduceScatter"),
 			 C4CLIENT_REDUCESCATTER);
-	ck_assert_int_eq(prof_func_code("Bogus"), C4CLIENT_FUNC_OTHER);
-	ck_assert_int_eq(prof_func_code(NULL), 0);
-	ck_assert_int_eq(prof_algo_code("RING"), C4CLIENT_ALGO_RING);
-	ck_assert_int_eq(prof_algo_code("NVLSTree"), C4CLIENT_ALGO_NVLS_TREE);
-	ck_assert_int_eq(prof_proto_code("LL128"), C4CLIENT_PROTO_LL128);
-	ck_assert_int_eq(prof_proto_code("x"), 0);
-	ck_assert_uint_eq(prof_dtype_size("ncclFloat32"), 4);
-	ck_assert_uint_eq(prof_dtype_size("ncclBfloat16"), 2);
-	ck_assert_uint_eq(prof_dtype_size("ncclUint64"), 8);
-	ck_assert_uint_eq(prof_dtype_size("ncclInt8"), 1);
-	ck_assert_uint_eq(prof_dtype_size("ncclFloat8e5m2"), 1);
-	ck_assert_uint_eq(prof_dtype_size("what"), 0);
+	ck_assert_int_eq(names_func_code("Bogus"), C4CLIENT_FUNC_OTHER);
+	ck_assert_int_eq(names_func_code(NULL), 0);
+	ck_assert_int_eq(names_algo_code("RING"), C4CLIENT_ALGO_RING);
+	ck_assert_int_eq(names_algo_code("NVLSTree"), C4CLIENT_ALGO_NVLS_TREE);
+	ck_assert_int_eq(names_proto_code("LL128"), C4CLIENT_PROTO_LL128);
+	ck_assert_int_eq(names_proto_code("x"), 0);
+	ck_assert_uint_eq(names_dtype_size("ncclFloat32"), 4);
+	ck_assert_uint_eq(names_dtype_size("ncclBfloat16"), 2);
+	ck_assert_uint_eq(names_dtype_size("ncclUint64"), 8);
+	ck_assert_uint_eq(names_dtype_size("ncclInt8"), 1);
+	ck_assert_uint_eq(names_dtype_size("ncclFloat8e5m2"), 1);
+	ck_assert_uint_eq(names_dtype_size("what"), 0);
 }
 END_TEST
 
