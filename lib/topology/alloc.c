@@ -2,12 +2,12 @@
  * alloc.c: the C4P source-port allocator (see alloc.h for the contract).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "errbuf.h"
 #include "tmap.h"
 
 struct alloc_req {
@@ -60,26 +60,11 @@ struct alloc {
 	uint64_t cgen;
 };
 
-static void alloc_err(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-alloc_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || len == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
 /* Reports running out of memory; returns -ENOMEM. */
 static int
 alloc_nomem(char *err, size_t errlen)
 {
-	alloc_err(err, errlen, "out of memory");
+	errbuf_set(err, errlen, "out of memory");
 	return -ENOMEM;
 }
 
@@ -305,15 +290,15 @@ alloc_side(const struct alloc *a, const struct alloc_qp_req *r,
 	uint8_t s, pick = TOPO_SIDES;
 
 	if (sn == TOPO_NONE || dn == TOPO_NONE) {
-		alloc_err(err, errlen, "unknown source or destination IP");
+		errbuf_set(err, errlen, "unknown source or destination IP");
 		return -EINVAL;
 	}
 	if (sn == dn) {
-		alloc_err(err, errlen, "source and destination are one NIC");
+		errbuf_set(err, errlen, "source and destination are one NIC");
 		return -EINVAL;
 	}
 	if (r->side != TOPO_SIDE_ANY && r->side >= TOPO_SIDES) {
-		alloc_err(err, errlen, "bad side %u", r->side);
+		errbuf_set(err, errlen, "bad side %u", r->side);
 		return -EINVAL;
 	}
 	for (s = 0; s < TOPO_SIDES; s++) {
@@ -332,8 +317,8 @@ alloc_side(const struct alloc *a, const struct alloc_qp_req *r,
 		}
 	}
 	if (pick == TOPO_SIDES) {
-		alloc_err(err, errlen,
-			  "no same-side port pair for these IPs and side");
+		errbuf_set(err, errlen,
+			   "no same-side port pair for these IPs and side");
 		return -EINVAL;
 	}
 	*side_out = pick;
@@ -366,7 +351,7 @@ alloc_place(struct alloc *a, struct alloc_qp *q, char *err, size_t errlen)
 	}
 	r = alloc_pick(a, e, q->side, alloc_w(&q->rq));
 	if (r == NULL) {
-		alloc_err(err, errlen, "no healthy same-side path");
+		errbuf_set(err, errlen, "no healthy same-side path");
 		return -ENOENT;
 	}
 	q->path = r->path;
@@ -499,19 +484,19 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 
 	if (req_id == NULL || req_id[0] == '\0' ||
 	    strlen(req_id) >= ALLOC_REQID_MAX) {
-		alloc_err(err, errlen, "request id empty or too long");
+		errbuf_set(err, errlen, "request id empty or too long");
 		return -EINVAL;
 	}
 	if (n == 0 || n > ALLOC_MAX_BATCH || lease_s == 0 ||
 	    lease_s > ALLOC_MAX_LEASE_S) {
-		alloc_err(err, errlen, "QP count or lease out of range");
+		errbuf_set(err, errlen, "QP count or lease out of range");
 		return -EINVAL;
 	}
 	s = alloc_rq_find(a, req_id);
 	if (s != TMAP_EMPTY) {
 		r = &a->rq[s];
 		if (r->job != job || r->nqp != n) {
-			alloc_err(
+			errbuf_set(
 				err, errlen,
 				"request id %s in use by job %llu with %u QPs",
 				req_id, (unsigned long long)r->job, r->nqp);
@@ -525,10 +510,10 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 			if (o->sip != qps[i].sip || o->dip != qps[i].dip ||
 			    o->side != qps[i].side ||
 			    alloc_w(o) != alloc_w(&qps[i])) {
-				alloc_err(err, errlen,
-					  "request id %s: QP %u differs from "
-					  "the first request",
-					  req_id, i);
+				errbuf_set(err, errlen,
+					   "request id %s: QP %u differs from "
+					   "the first request",
+					   req_id, i);
 				return -EEXIST;
 			}
 		}
@@ -539,8 +524,8 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 	}
 	for (i = 0; i < n; i++) {
 		if (qps[i].weight > ALLOC_MAX_WEIGHT) {
-			alloc_err(err, errlen, "QP %u: weight over %u", i,
-				  ALLOC_MAX_WEIGHT);
+			errbuf_set(err, errlen, "QP %u: weight over %u", i,
+				   ALLOC_MAX_WEIGHT);
 			return -EINVAL;
 		}
 	}
@@ -565,7 +550,7 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 		struct alloc_qp *q;
 
 		if (qs == TOPO_NONE) {
-			alloc_err(err, errlen, "out of memory");
+			errbuf_set(err, errlen, "out of memory");
 			rc = -ENOMEM;
 			goto undo;
 		}
@@ -590,7 +575,7 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 	r->live = true;
 	if (tmap_insert(&a->rq_idx, tmap_str(r->id), s, alloc_rq_rehash, a) <
 	    0) {
-		alloc_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		rc = -ENOMEM;
 		goto undo;
 	}
@@ -991,8 +976,8 @@ alloc_rec_ok(const struct alloc *a, const struct alloc_record *r, char *err,
 	    t->ports[p->src_port].side != r->side ||
 	    t->ports[p->dst_port].side != r->side ||
 	    r->req.weight > ALLOC_MAX_WEIGHT) {
-		alloc_err(err, errlen, "record %s/%u: ports do not fit",
-			  r->req_id, r->index);
+		errbuf_set(err, errlen, "record %s/%u: ports do not fit",
+			   r->req_id, r->index);
 		return -EINVAL;
 	}
 	if (p->up == TOPO_NONE && p->down == TOPO_NONE &&
@@ -1002,8 +987,8 @@ alloc_rec_ok(const struct alloc *a, const struct alloc_record *r, char *err,
 	    t->links[p->up].leaf != t->ports[p->src_port].leaf ||
 	    t->links[p->down].leaf != t->ports[p->dst_port].leaf ||
 	    t->links[p->up].spine != t->links[p->down].spine) {
-		alloc_err(err, errlen, "record %s/%u: cables do not fit",
-			  r->req_id, r->index);
+		errbuf_set(err, errlen, "record %s/%u: cables do not fit",
+			   r->req_id, r->index);
 		return -EINVAL;
 	}
 	return 0;
@@ -1094,20 +1079,20 @@ alloc_restore(struct alloc *a, const struct alloc_record *recs, size_t n,
 	if (n == 0)
 		return 0;
 	if (n > UINT32_MAX / 2) {
-		alloc_err(err, errlen, "too many records");
+		errbuf_set(err, errlen, "too many records");
 		return -EINVAL;
 	}
 	ord = malloc(n * sizeof(*ord));
 	gstart = malloc((n + 1) * sizeof(*gstart));
 	if (ord == NULL || gstart == NULL) {
 		rc = -ENOMEM;
-		alloc_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
 		if (recs[i].req_id[0] == '\0' ||
 		    memchr(recs[i].req_id, '\0', ALLOC_REQID_MAX) == NULL) {
-			alloc_err(err, errlen, "record %u: bad request id", i);
+			errbuf_set(err, errlen, "record %u: bad request id", i);
 			goto out;
 		}
 		if (alloc_rec_ok(a, &recs[i], err, errlen) < 0)
@@ -1128,19 +1113,19 @@ alloc_restore(struct alloc *a, const struct alloc_record *recs, size_t n,
 
 			if (r->index != j - i || r->nqp != f->nqp ||
 			    r->job != f->job || r->expires != f->expires) {
-				alloc_err(err, errlen,
-					  "request %s: records inconsistent",
-					  f->req_id);
+				errbuf_set(err, errlen,
+					   "request %s: records inconsistent",
+					   f->req_id);
 				goto out;
 			}
 		}
 		if (j - i != f->nqp) {
-			alloc_err(err, errlen, "request %s: %u of %u QPs",
-				  f->req_id, j - i, f->nqp);
+			errbuf_set(err, errlen, "request %s: %u of %u QPs",
+				   f->req_id, j - i, f->nqp);
 			goto out;
 		}
 		if (alloc_rq_find(a, f->req_id) != TMAP_EMPTY) {
-			alloc_err(err, errlen, "request %s exists", f->req_id);
+			errbuf_set(err, errlen, "request %s exists", f->req_id);
 			rc = -EEXIST;
 			goto out;
 		}
@@ -1149,7 +1134,7 @@ alloc_restore(struct alloc *a, const struct alloc_record *recs, size_t n,
 	gstart[ngroups] = (uint32_t)n;
 	if (alloc_reserve_free(a, n, ngroups) < 0) {
 		rc = -ENOMEM;
-		alloc_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
 	for (done_groups = 0; done_groups < ngroups; done_groups++) {

@@ -1,12 +1,12 @@
 /*
  * catalog.c: the path catalog (see catalog.h).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "catalog.h"
+#include "errbuf.h"
 #include "tmap.h"
 
 struct catalog {
@@ -18,21 +18,6 @@ struct catalog {
 	struct tmap idx;
 	uint64_t gen;
 };
-
-static void catalog_err(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-catalog_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || len == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
 
 static uint64_t
 catalog_key_hash(const struct catalog_key *k)
@@ -123,16 +108,16 @@ catalog_slot(struct catalog *c, const struct catalog_key *key, char *err,
 	if (s != TMAP_EMPTY)
 		return &c->ent[s];
 	if (key->side >= TOPO_SIDES) {
-		catalog_err(err, errlen, "bad side %u", key->side);
+		errbuf_set(err, errlen, "bad side %u", key->side);
 		return NULL;
 	}
 	sp = topo_port_by_ip(c->t, key->sip, key->side);
 	if (sp == TOPO_NONE || topo_nic_by_ip(c->t, key->dip) == TOPO_NONE) {
-		catalog_err(err, errlen, "unknown source or destination IP");
+		errbuf_set(err, errlen, "unknown source or destination IP");
 		return NULL;
 	}
 	if (topo_nic_by_ip(c->t, key->dip) == c->t->ports[sp].nic) {
-		catalog_err(err, errlen, "source and destination on one NIC");
+		errbuf_set(err, errlen, "source and destination on one NIC");
 		return NULL;
 	}
 	c->gen++;
@@ -142,7 +127,7 @@ catalog_slot(struct catalog *c, const struct catalog_key *key, char *err,
 
 		ne = realloc(c->ent, ncap * sizeof(*ne));
 		if (ne == NULL) {
-			catalog_err(err, errlen, "out of memory");
+			errbuf_set(err, errlen, "out of memory");
 			return NULL;
 		}
 		c->ent = ne;
@@ -154,7 +139,7 @@ catalog_slot(struct catalog *c, const struct catalog_key *key, char *err,
 	e->src_port = sp;
 	if (tmap_insert(&c->idx, catalog_key_hash(key), (uint32_t)c->nent,
 			catalog_rehash, c) < 0) {
-		catalog_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	c->nent++;
@@ -199,7 +184,7 @@ catalog_fill(struct catalog *c, struct catalog_entry *e, char *err,
 		return -1;
 	seen = calloc((size_t)hc.nup * hc.ndown + 1, 1);
 	if (seen == NULL) {
-		catalog_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < CATALOG_SPORT_COUNT && covered < hc.npaths; i++) {
@@ -215,7 +200,7 @@ catalog_fill(struct catalog *c, struct catalog_entry *e, char *err,
 		seen[ix] = 1;
 		covered++;
 		if (catalog_push(e, &r) < 0) {
-			catalog_err(err, errlen, "out of memory");
+			errbuf_set(err, errlen, "out of memory");
 			goto out;
 		}
 	}
@@ -237,7 +222,7 @@ catalog_get(struct catalog *c, const struct catalog_key *key, char *err,
 	if (f != NULL && f->n > 0)
 		return f;
 	if (!c->have_model) {
-		catalog_err(err, errlen, "no paths known (not probed yet)");
+		errbuf_set(err, errlen, "no paths known (not probed yet)");
 		return NULL;
 	}
 	e = catalog_slot(c, key, err, errlen);
@@ -259,19 +244,19 @@ catalog_rec_ok(const struct catalog *c, const struct catalog_entry *e,
 
 	if (p->src_port != e->src_port || p->dst_port >= t->nports ||
 	    t->ports[p->dst_port].ip != e->key.dip) {
-		catalog_err(err, errlen, "sport %u: path ports do not match",
-			    r->sport);
+		errbuf_set(err, errlen, "sport %u: path ports do not match",
+			   r->sport);
 		return -1;
 	}
 	if ((p->up == TOPO_NONE) != (p->down == TOPO_NONE)) {
-		catalog_err(err, errlen, "sport %u: half a path", r->sport);
+		errbuf_set(err, errlen, "sport %u: half a path", r->sport);
 		return -1;
 	}
 	if (p->up == TOPO_NONE) {
 		if (t->ports[p->src_port].leaf != t->ports[p->dst_port].leaf) {
-			catalog_err(err, errlen,
-				    "sport %u: direct path across leaves",
-				    r->sport);
+			errbuf_set(err, errlen,
+				   "sport %u: direct path across leaves",
+				   r->sport);
 			return -1;
 		}
 		return 0;
@@ -280,8 +265,8 @@ catalog_rec_ok(const struct catalog *c, const struct catalog_entry *e,
 	    t->links[p->up].leaf != t->ports[p->src_port].leaf ||
 	    t->links[p->down].leaf != t->ports[p->dst_port].leaf ||
 	    t->links[p->up].spine != t->links[p->down].spine) {
-		catalog_err(err, errlen, "sport %u: cables do not form a path",
-			    r->sport);
+		errbuf_set(err, errlen, "sport %u: cables do not form a path",
+			   r->sport);
 		return -1;
 	}
 	return 0;
@@ -317,7 +302,7 @@ catalog_add(struct catalog *c, const struct catalog_key *key,
 		if (same_port != TOPO_NONE)
 			e->recs[same_port] = rec;
 		else if (same_path == TOPO_NONE && catalog_push(e, &rec) < 0) {
-			catalog_err(err, errlen, "entry full or out of memory");
+			errbuf_set(err, errlen, "entry full or out of memory");
 			return -1;
 		}
 	}
@@ -347,13 +332,13 @@ catalog_add_probe(struct catalog *c, const struct probe_result *r, char *err,
 	uint32_t sp, dn;
 
 	if (r->side >= TOPO_SIDES || r->dst_side >= TOPO_SIDES) {
-		catalog_err(err, errlen, "probe: bad side");
+		errbuf_set(err, errlen, "probe: bad side");
 		return -1;
 	}
 	sp = topo_port_by_ip(t, r->src_ip, r->side);
 	dn = topo_nic_by_ip(t, r->dst_ip);
 	if (sp == TOPO_NONE || dn == TOPO_NONE) {
-		catalog_err(err, errlen, "probe: unknown IP");
+		errbuf_set(err, errlen, "probe: unknown IP");
 		return -1;
 	}
 	rec.sport = r->sport;
@@ -363,17 +348,17 @@ catalog_add_probe(struct catalog *c, const struct probe_result *r, char *err,
 	rec.path.dst_port = t->nics[dn].port[r->dst_side];
 	if (r->src_leaf != t->ports[sp].leaf ||
 	    r->dst_leaf != t->ports[rec.path.dst_port].leaf) {
-		catalog_err(err, errlen,
-			    "probe sport %u: leaves do not match "
-			    "the ports' cabling",
-			    r->sport);
+		errbuf_set(err, errlen,
+			   "probe sport %u: leaves do not match "
+			   "the ports' cabling",
+			   r->sport);
 		return -1;
 	}
 	if (r->spine == TOPO_NONE) {
 		rec.path.up = rec.path.down = TOPO_NONE;
 	} else {
 		if (r->spine >= t->nspines) {
-			catalog_err(err, errlen, "probe: bad spine");
+			errbuf_set(err, errlen, "probe: bad spine");
 			return -1;
 		}
 		rec.path.up =
@@ -381,10 +366,10 @@ catalog_add_probe(struct catalog *c, const struct probe_result *r, char *err,
 		rec.path.down =
 			catalog_cable(t, r->down_link, r->dst_leaf, r->spine);
 		if (rec.path.up == TOPO_NONE || rec.path.down == TOPO_NONE) {
-			catalog_err(err, errlen,
-				    "probe sport %u: parallel cables, cable "
-				    "not reported",
-				    r->sport);
+			errbuf_set(err, errlen,
+				   "probe sport %u: parallel cables, cable "
+				   "not reported",
+				   r->sport);
 			return -1;
 		}
 	}
@@ -473,7 +458,7 @@ catalog_probe_tasks(const struct topo *t, uint64_t seed, uint16_t count,
 	cap = (size_t)t->nleaves * t->nleaves * TOPO_SIDES + 1;
 	out = malloc(cap * sizeof(*out));
 	if (first == NULL || fill == NULL || bucket == NULL || out == NULL) {
-		catalog_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < t->nports; i++)

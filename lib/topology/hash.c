@@ -1,12 +1,12 @@
 /*
  * hash.c: the per-switch ECMP hash model and flow routing.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hash.h"
+#include "errbuf.h"
 #include "tmap.h"
 
 uint64_t
@@ -24,21 +24,6 @@ hash_flow(uint64_t sw_seed, const struct hash_flow *f)
 		(uint64_t)f->proto << 32 | (uint64_t)f->sport << 16 | f->dport;
 
 	return tmap_mix(sw_seed ^ tmap_mix(a ^ tmap_mix(b + sw_seed)));
-}
-
-static void hash_err(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-hash_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || len == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
 }
 
 void
@@ -63,12 +48,12 @@ hash_ctx_init(struct hash_ctx *c, const struct topo *t,
 
 	memset(c, 0, sizeof(*c));
 	if (!t->final || src_port >= t->nports) {
-		hash_err(err, errlen, "bad source port");
+		errbuf_set(err, errlen, "bad source port");
 		return -1;
 	}
 	dnic = topo_nic_by_ip(t, dst_ip);
 	if (dnic == TOPO_NONE) {
-		hash_err(err, errlen, "unknown destination IP");
+		errbuf_set(err, errlen, "unknown destination IP");
 		return -1;
 	}
 	for (i = 0; i < TOPO_SIDES; i++)
@@ -95,7 +80,7 @@ hash_ctx_init(struct hash_ctx *c, const struct topo *t,
 		       sizeof(uint32_t));
 	if (c->up == NULL || c->up_grp == NULL || c->grp == NULL ||
 	    c->down == NULL || c->down_port == NULL) {
-		hash_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto fail;
 	}
 	/*
@@ -142,7 +127,8 @@ hash_ctx_init(struct hash_ctx *c, const struct topo *t,
 	if (c->direct_port != TOPO_NONE)
 		c->npaths = 1;
 	if (c->direct_port == TOPO_NONE && c->nup == 0) {
-		hash_err(err, errlen, "no spine reaches the destination leaf");
+		errbuf_set(err, errlen,
+			   "no spine reaches the destination leaf");
 		goto fail;
 	}
 	return 0;
@@ -260,7 +246,7 @@ hash_route(const struct topo *t, const struct hash_model *m, uint32_t src_port,
 		return -1;
 	rc = hash_ctx_route(&c, sport, use_health, out);
 	if (rc < 0)
-		hash_err(err, errlen, "no healthy path");
+		errbuf_set(err, errlen, "no healthy path");
 	hash_ctx_free(&c);
 	return rc;
 }
