@@ -11,7 +11,7 @@
 
 struct catalog {
 	const struct topo *t;
-	struct hash_model model;
+	struct ecmp_model model;
 	bool have_model;
 	struct catalog_entry *ent;
 	size_t nent, cap;
@@ -50,7 +50,7 @@ catalog_rehash(const void *arg, uint32_t slot)
 }
 
 struct catalog *
-catalog_new(const struct topo *t, const struct hash_model *model)
+catalog_new(const struct topo *t, const struct ecmp_model *model)
 {
 	struct catalog *c;
 
@@ -174,12 +174,12 @@ static int
 catalog_fill(struct catalog *c, struct catalog_entry *e, char *err,
 	     size_t errlen)
 {
-	struct hash_ctx hc;
+	struct ecmp_ctx hc;
 	uint8_t *seen = NULL;
 	uint32_t covered = 0, i, ix;
 	int rc = -1;
 
-	if (hash_ctx_init(&hc, c->t, &c->model, e->src_port, e->key.dip, err,
+	if (ecmp_ctx_init(&hc, c->t, &c->model, e->src_port, e->key.dip, err,
 			  errlen) < 0)
 		return -1;
 	seen = calloc((size_t)hc.nup * hc.ndown + 1, 1);
@@ -192,7 +192,7 @@ catalog_fill(struct catalog *c, struct catalog_entry *e, char *err,
 
 		r.sport = (uint16_t)(CATALOG_SPORT_BASE + i);
 		r.origin = CATALOG_FROM_HASH;
-		if (hash_ctx_route_ix(&hc, r.sport, false, &r.path, &ix) < 0)
+		if (ecmp_ctx_route_ix(&hc, r.sport, false, &r.path, &ix) < 0)
 			continue;
 		if (seen[ix])
 			continue;
@@ -207,7 +207,7 @@ catalog_fill(struct catalog *c, struct catalog_entry *e, char *err,
 	rc = 0;
 out:
 	free(seen);
-	hash_ctx_free(&hc);
+	ecmp_ctx_free(&hc);
 	return rc;
 }
 
