@@ -117,6 +117,24 @@ mem_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 	return 0;
 }
 
+int
+mem_map_put(struct u64map *h, uint64_t key, uint32_t val)
+{
+	size_t before = u64map_bytes(h);
+
+	if (u64map_put(h, key, val) < 0)
+		return -1;
+	mem_account(u64map_bytes(h), before);
+	return 0;
+}
+
+void
+mem_map_free(struct u64map *h)
+{
+	mem_account(0, u64map_bytes(h));
+	u64map_free(h);
+}
+
 /* Live and peak bytes allocated by the engine (all engines together). */
 void
 matrix_mem_usage(size_t *cur, size_t *peak)

@@ -7,6 +7,7 @@
 
 #include "catalog.h"
 #include "errbuf.h"
+#include "lib/common/mix.h" /* header only */
 #include "tmap.h"
 
 struct catalog {
@@ -22,8 +23,7 @@ struct catalog {
 static uint64_t
 catalog_key_hash(const struct catalog_key *k)
 {
-	return tmap_mix(((uint64_t)k->sip << 32 | k->dip) ^
-			tmap_mix(k->side + 1));
+	return mix64(((uint64_t)k->sip << 32 | k->dip) ^ mix64(k->side + 1));
 }
 
 struct catalog_probe {
@@ -431,7 +431,7 @@ catalog_pick_port(const struct topo *t, const uint32_t *bucket, uint32_t n,
 		healthy += t->ports[bucket[i]].up;
 	if (healthy == 0)
 		return TOPO_NONE;
-	k = (uint32_t)(tmap_mix(seed) % healthy);
+	k = (uint32_t)(mix64(seed) % healthy);
 	for (i = 0; i < n; i++)
 		if (t->ports[bucket[i]].up && k-- == 0)
 			return bucket[i];

@@ -7,13 +7,14 @@
 
 #include "ecmp.h"
 #include "errbuf.h"
+#include "lib/common/mix.h" /* header only */
 #include "tmap.h"
 
 uint64_t
 ecmp_switch_seed(const struct ecmp_model *m, unsigned kind, uint32_t id)
 {
-	return tmap_mix(m->seed ^ tmap_mix(((uint64_t)kind << 32 | id) +
-					   0x9e3779b97f4a7c15ULL));
+	return mix64(m->seed ^ mix64(((uint64_t)kind << 32 | id) +
+				     0x9e3779b97f4a7c15ULL));
 }
 
 uint64_t
@@ -23,7 +24,7 @@ ecmp_flow(uint64_t sw_seed, const struct ecmp_flow *f)
 	uint64_t b =
 		(uint64_t)f->proto << 32 | (uint64_t)f->sport << 16 | f->dport;
 
-	return tmap_mix(sw_seed ^ tmap_mix(a ^ tmap_mix(b + sw_seed)));
+	return mix64(sw_seed ^ mix64(a ^ mix64(b + sw_seed)));
 }
 
 void

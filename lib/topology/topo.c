@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "addrplan.h"
+#include "lib/common/mix.h" /* header only */
 #include "tmap.h"
 #include "topo.h"
 #include "errbuf.h"
@@ -337,7 +338,7 @@ topo_cmp_spine_links(const void *a, const void *b)
 static uint64_t
 topo_ip_hash(uint32_t ip)
 {
-	return tmap_mix(ip);
+	return mix64(ip);
 }
 
 /*
