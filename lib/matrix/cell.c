@@ -394,6 +394,42 @@ cell_link_add(struct matrix *m, const struct work *w)
 }
 
 /*
+ * Classes seen for the first time (top-level, enough cells, no level yet)
+ * start their level at the exact median of x = log time per byte over
+ * the interval's cells; other classes are left alone.
+ */
+static void
+cell_level_fresh(struct matrix *m)
+{
+	uint32_t i;
+	int fresh = 0;
+
+	for (i = 0; i < m->nclwork; i++) {
+		const struct cls *k = &m->cls[m->clwork[i]];
+
+		if (k->parent == NO_IDX && !k->have_med && k->n >= C4M_CLS_MIN)
+			fresh = 1;
+	}
+	if (!fresh)
+		return;
+	cell_sample_begin(m);
+	for (i = 0; i < m->nwork; i++) {
+		struct work *w = &m->work[i];
+
+		cell_sample(m, &m->cls[w->cls], logf(w->tsum / w->bsum));
+	}
+	for (i = 0; i < m->nclwork; i++) {
+		struct cls *k = &m->cls[m->clwork[i]];
+
+		if (k->parent == NO_IDX && !k->have_med &&
+		    k->n >= C4M_CLS_MIN) {
+			k->med = matrix_median(m->scratch + k->off, k->fill);
+			k->have_med = 1;
+		}
+	}
+}
+
+/*
  * Score every usable cell against its class. The class level L is the
  * median of (x - baseline) over the class, x the log time per byte; it is
  * carried from the previous interval and corrected by this interval's
@@ -412,34 +448,8 @@ cell_score(struct matrix *m)
 {
 	const struct c4m_params *p = &m->p;
 	uint32_t i, j;
-	int fresh = 0;
 
-	for (i = 0; i < m->nclwork; i++) {
-		const struct cls *k = &m->cls[m->clwork[i]];
-
-		if (k->parent == NO_IDX && !k->have_med && k->n >= C4M_CLS_MIN)
-			fresh = 1;
-	}
-	if (fresh) {
-		/* new classes: start their level at the median of x */
-		cell_sample_begin(m);
-		for (i = 0; i < m->nwork; i++) {
-			struct work *w = &m->work[i];
-
-			cell_sample(m, &m->cls[w->cls],
-				    logf(w->tsum / w->bsum));
-		}
-		for (i = 0; i < m->nclwork; i++) {
-			struct cls *k = &m->cls[m->clwork[i]];
-
-			if (k->parent == NO_IDX && !k->have_med &&
-			    k->n >= C4M_CLS_MIN) {
-				k->med = matrix_median(m->scratch + k->off,
-						       k->fill);
-				k->have_med = 1;
-			}
-		}
-	}
+	cell_level_fresh(m);
 	cell_sample_begin(m);
 	for (i = 0; i < m->nwork; i++) {
 		struct work *w = &m->work[i];

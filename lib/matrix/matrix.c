@@ -336,12 +336,6 @@ matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci)
 	return 0;
 }
 
-uint32_t
-matrix_ep_dev(const struct matrix *m, uint32_t ep)
-{
-	return m->eps[ep].dev;
-}
-
 /* Fill suspect s for device dev in role (tx/rx/rank/host). */
 void
 matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s, uint32_t dev,
@@ -496,6 +490,10 @@ matrix_ncells(const struct matrix *m)
 	return m->ncells;
 }
 
+/*
+ * Names of event kinds, event states and suspect roles: static strings,
+ * "unknown" when out of range.
+ */
 const char *
 matrix_kind_name(unsigned kind)
 {

@@ -299,7 +299,6 @@ struct matrix {
 };
 
 /* matrix.c helpers used by the detectors */
-uint32_t matrix_ep_dev(const struct matrix *m, uint32_t ep);
 void matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s,
 			uint32_t dev, unsigned role);
 float matrix_median(float *v, uint32_t n);

@@ -261,6 +261,7 @@ persist_finish(struct matrix *m)
 	return 0;
 }
 
+/* Free the tracked candidates and events (m itself stays). */
 void
 persist_free(struct matrix *m)
 {

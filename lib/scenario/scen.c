@@ -165,6 +165,7 @@ scen_free(struct scen *s)
 	free(s);
 }
 
+/* The number of hosts of the job. */
 uint32_t
 scen_nhosts(const struct scen *s)
 {
