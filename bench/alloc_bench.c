@@ -124,7 +124,7 @@ int
 main(int argc, char **argv)
 {
 	struct fab_cfg fc = {1024, 8, 128, 64, 1, 200, 200, true};
-	struct hash_model m = {1};
+	struct ecmp_model m = {1};
 	char err[TOPO_ERR_MAX], id[ALLOC_REQID_MAX];
 	struct catalog *cat = NULL;
 	struct alloc *a = NULL;

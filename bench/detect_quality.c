@@ -26,7 +26,7 @@
 #include <time.h>
 
 #include "c4matrix.h"
-#include "c4scenario.h"
+#include "scen.h"
 
 #define EPISODE_INTERVALS 20
 #define FAULT_START_MIN	  6

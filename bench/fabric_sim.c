@@ -151,41 +151,41 @@ sim_solve(struct sim *s, struct outcome *o)
 
 /* Routes every flow's sport through the hash model (with health). */
 static int
-sim_route(struct sim *s, const struct hash_model *m)
+sim_route(struct sim *s, const struct ecmp_model *m)
 {
 	char err[TOPO_ERR_MAX];
 	size_t c, q;
 
 	for (c = 0; c < s->conns.n; c++) {
 		const struct fab_conn *cn = &s->conns.v[c];
-		struct hash_ctx hc[TOPO_SIDES];
+		struct ecmp_ctx hc[TOPO_SIDES];
 		uint8_t side;
 
 		for (side = 0; side < TOPO_SIDES; side++) {
-			if (hash_ctx_init(&hc[side], s->t, m,
+			if (ecmp_ctx_init(&hc[side], s->t, m,
 					  s->t->nics[cn->src_nic].port[side],
 					  sim_port_ip(s->t, cn->dst_nic, side),
 					  err, sizeof(err)) < 0) {
 				fprintf(stderr, "route: %s\n", err);
 				if (side == 1)
-					hash_ctx_free(&hc[0]);
+					ecmp_ctx_free(&hc[0]);
 				return -1;
 			}
 		}
 		for (q = 0; q < s->qpc; q++) {
 			size_t f = c * s->qpc + q;
 
-			if (hash_ctx_route(&hc[sim_side(s, f)], s->sports[f],
+			if (ecmp_ctx_route(&hc[sim_side(s, f)], s->sports[f],
 					   true, &s->paths[f]) < 0) {
 				fprintf(stderr, "route: no healthy path\n");
-				hash_ctx_free(&hc[0]);
-				hash_ctx_free(&hc[1]);
+				ecmp_ctx_free(&hc[0]);
+				ecmp_ctx_free(&hc[1]);
 				return -1;
 			}
 			fsim_flow_path(s->t, &s->paths[f], &s->flows[f]);
 		}
-		hash_ctx_free(&hc[0]);
-		hash_ctx_free(&hc[1]);
+		ecmp_ctx_free(&hc[0]);
+		ecmp_ctx_free(&hc[1]);
 	}
 	return 0;
 }
@@ -202,7 +202,7 @@ sim_balance(struct sim *s, struct outcome *o)
 static int
 sim_ecmp(struct sim *s, uint64_t seed, struct outcome *o)
 {
-	struct hash_model m = {seed};
+	struct ecmp_model m = {seed};
 	uint64_t r = seed * 7919 + 17;
 	size_t f;
 
@@ -228,7 +228,7 @@ static int
 sim_c4p(struct sim *s, uint64_t seed, enum c4p_mode mode, uint32_t fail_link,
 	struct outcome *o)
 {
-	struct hash_model m = {seed};
+	struct ecmp_model m = {seed};
 	struct catalog *cat = catalog_new(s->t, &m);
 	struct alloc *a = cat == NULL ? NULL : alloc_new(s->t, cat);
 	struct alloc_qp_req *rq = calloc(s->qpc, sizeof(*rq));

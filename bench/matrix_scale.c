@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "c4matrix.h"
-#include "c4scenario.h"
+#include "scen.h"
 
 #define SCALE_INTERVALS 10
 #define SCALE_TIMED	6 /* the last intervals are timed */

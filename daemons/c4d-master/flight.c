@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "mix.h"
 #include "u64map.h"
 
 struct flight_op {
@@ -40,7 +41,7 @@ struct flight {
 static uint64_t
 flight_key(uint64_t comm, uint32_t src, uint32_t dst)
 {
-	return u64map_mix(comm) ^ ((uint64_t)src << 32 | dst);
+	return mix64(comm) ^ ((uint64_t)src << 32 | dst);
 }
 
 struct flight *

@@ -143,7 +143,7 @@ struct c4p {
 	struct dmn *dmn;
 	const struct c4p_conf *conf;
 	struct topo *topo;
-	struct hash_model model;
+	struct ecmp_model model;
 	struct catalog *cat;
 	struct alloc *alloc;
 	struct state *store;

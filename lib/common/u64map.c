@@ -6,15 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t
-u64map_mix(uint64_t x)
+#include "mix.h"
+
+static size_t
+u64map_home(const struct u64map *m, uint64_t k)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
+	return (size_t)mix64(k) & (m->cap - 1);
 }
 
 static int
@@ -50,8 +47,7 @@ u64map_put(struct u64map *m, uint64_t k, uint32_t v)
 
 	if ((m->n + 1) * 4 > m->cap * 3 && u64map_grow(m) < 0)
 		return -1;
-	for (i = u64map_mix(k) & (m->cap - 1); m->used[i];
-	     i = (i + 1) & (m->cap - 1)) {
+	for (i = u64map_home(m, k); m->used[i]; i = (i + 1) & (m->cap - 1)) {
 		if (m->keys[i] == k) {
 			m->vals[i] = v;
 			return 0;
@@ -69,7 +65,7 @@ u64map_get(const struct u64map *m, uint64_t k, uint32_t *v)
 {
 	if (m->cap == 0)
 		return -1;
-	for (size_t i = u64map_mix(k) & (m->cap - 1); m->used[i];
+	for (size_t i = u64map_home(m, k); m->used[i];
 	     i = (i + 1) & (m->cap - 1)) {
 		if (m->keys[i] == k) {
 			*v = m->vals[i];
@@ -79,6 +75,40 @@ u64map_get(const struct u64map *m, uint64_t k, uint32_t *v)
 	return -1;
 }
 
+int
+u64map_del(struct u64map *m, uint64_t k)
+{
+	size_t mask = m->cap - 1, i, j, home;
+
+	if (m->cap == 0)
+		return -1;
+	for (i = u64map_home(m, k); m->keys[i] != k || !m->used[i];
+	     i = (i + 1) & mask)
+		if (!m->used[i])
+			return -1;
+	/* backward shift: refill the hole from the probe chain behind it */
+	for (j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
+		home = u64map_home(m, m->keys[j]);
+		/* an entry whose home lies in (i, j] must stay */
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		m->keys[i] = m->keys[j];
+		m->vals[i] = m->vals[j];
+		i = j;
+	}
+	m->used[i] = 0;
+	m->n--;
+	return 0;
+}
+
+void
+u64map_clear(struct u64map *m)
+{
+	if (m->cap != 0)
+		memset(m->used, 0, m->cap);
+	m->n = 0;
+}
+
 void
 u64map_free(struct u64map *m)
 {
@@ -86,4 +116,10 @@ u64map_free(struct u64map *m)
 	free(m->vals);
 	free(m->used);
 	memset(m, 0, sizeof(*m));
+}
+
+size_t
+u64map_bytes(const struct u64map *m)
+{
+	return m->cap * (sizeof(*m->keys) + sizeof(*m->vals) + 1);
 }

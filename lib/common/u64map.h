@@ -1,7 +1,9 @@
 /*
- * u64map.h - a uint64 -> uint32 hash map: open addressing, linear probing,
- * at most three quarters full, capacity a power of two.  Zero-initialise
- * it before use; there is no deletion.
+ * u64map.h - THE uint64 -> uint32 hash map: open addressing, linear
+ * probing on mix64 (mix.h), at most three quarters full, capacity a power
+ * of two.  Every key is valid.  Zero-initialise it before use; deletion
+ * shifts the following entries back, so there are no tombstones and
+ * lookups stay as short after deleting as before.  libc only.
  */
 #ifndef C4_U64MAP_H
 #define C4_U64MAP_H
@@ -13,15 +15,23 @@ struct u64map {
 	uint64_t *keys;
 	uint32_t *vals;
 	uint8_t *used;
-	size_t cap, n;
+	size_t cap, n; /* slots (0 until the first put) and entries */
 };
 
-/* A 64-bit finalizer: spreads keys over the slots; usable as a hash. */
-uint64_t u64map_mix(uint64_t x);
-/* Sets k to v (replacing).  0, or -1 without memory. */
+/*
+ * Sets k to v, replacing an existing value; grows the table when needed.
+ * Returns 0, or -1 without memory (the map is then unchanged).
+ */
 int u64map_put(struct u64map *m, uint64_t k, uint32_t v);
-/* 0 with *v set, or -1 when k is absent. */
+/* 0 with *v set, or -1 (and *v untouched) when k is absent. */
 int u64map_get(const struct u64map *m, uint64_t k, uint32_t *v);
+/* Removes k. Returns 0, or -1 when k is absent; the capacity stays. */
+int u64map_del(struct u64map *m, uint64_t k);
+/* Removes every key, keeping the table (and its capacity) for reuse. */
+void u64map_clear(struct u64map *m);
+/* Frees the table and zeroes *m (which itself is the caller's). */
 void u64map_free(struct u64map *m);
+/* Bytes the table holds now (for callers that account their memory). */
+size_t u64map_bytes(const struct u64map *m);
 
 #endif

@@ -29,12 +29,12 @@ cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
 	uint64_t key = ((uint64_t)tx << 32) | rx;
 	struct link *l;
 
-	if (hmap_get(&m->link_map, key, idx) == 0)
+	if (u64map_get(&m->link_map, key, idx) == 0)
 		return 0;
 	if (mem_grow((void **)&m->links, &m->clinks, m->nlinks + 1,
 		     sizeof(*m->links)) < 0)
 		return -1;
-	if (hmap_put(&m->link_map, key, m->nlinks) < 0)
+	if (mem_map_put(&m->link_map, key, m->nlinks) < 0)
 		return -1;
 	l = &m->links[m->nlinks];
 	memset(l, 0, sizeof(*l));
@@ -63,14 +63,14 @@ cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn, uint32_t pos,
 		*idx = m->hint[pos];
 		return 0;
 	}
-	if (hmap_get(&m->cell_map, key, idx) == 0)
+	if (u64map_get(&m->cell_map, key, idx) == 0)
 		goto hint;
 	if (mem_grow((void **)&m->cells, &m->ccells, m->ncells + 1,
 		     sizeof(*m->cells)) < 0 ||
 	    mem_grow((void **)&m->cbase, &m->ccbase, m->ncells + 1,
 		     sizeof(*m->cbase)) < 0)
 		return -1;
-	if (hmap_put(&m->cell_map, key, m->ncells) < 0)
+	if (mem_map_put(&m->cell_map, key, m->ncells) < 0)
 		return -1;
 	x = &m->cells[m->ncells];
 	memset(x, 0, sizeof(*x));
@@ -108,12 +108,12 @@ cell_cls_get(struct matrix *m, uint64_t key, uint32_t *idx)
 {
 	struct cls *k;
 
-	if (hmap_get(&m->cls_map, key, idx) == 0)
+	if (u64map_get(&m->cls_map, key, idx) == 0)
 		return 0;
 	if (mem_grow((void **)&m->cls, &m->ccls, m->ncls + 1, sizeof(*m->cls)) <
 	    0)
 		return -1;
-	if (hmap_put(&m->cls_map, key, m->ncls) < 0)
+	if (mem_map_put(&m->cls_map, key, m->ncls) < 0)
 		return -1;
 	k = &m->cls[m->ncls];
 	memset(k, 0, sizeof(*k));
@@ -394,6 +394,42 @@ cell_link_add(struct matrix *m, const struct work *w)
 }
 
 /*
+ * Classes seen for the first time (top-level, enough cells, no level yet)
+ * start their level at the exact median of x = log time per byte over
+ * the interval's cells; other classes are left alone.
+ */
+static void
+cell_level_fresh(struct matrix *m)
+{
+	uint32_t i;
+	int fresh = 0;
+
+	for (i = 0; i < m->nclwork; i++) {
+		const struct cls *k = &m->cls[m->clwork[i]];
+
+		if (k->parent == NO_IDX && !k->have_med && k->n >= C4M_CLS_MIN)
+			fresh = 1;
+	}
+	if (!fresh)
+		return;
+	cell_sample_begin(m);
+	for (i = 0; i < m->nwork; i++) {
+		struct work *w = &m->work[i];
+
+		cell_sample(m, &m->cls[w->cls], logf(w->tsum / w->bsum));
+	}
+	for (i = 0; i < m->nclwork; i++) {
+		struct cls *k = &m->cls[m->clwork[i]];
+
+		if (k->parent == NO_IDX && !k->have_med &&
+		    k->n >= C4M_CLS_MIN) {
+			k->med = matrix_median(m->scratch + k->off, k->fill);
+			k->have_med = 1;
+		}
+	}
+}
+
+/*
  * Score every usable cell against its class. The class level L is the
  * median of (x - baseline) over the class, x the log time per byte; it is
  * carried from the previous interval and corrected by this interval's
@@ -412,34 +448,8 @@ cell_score(struct matrix *m)
 {
 	const struct c4m_params *p = &m->p;
 	uint32_t i, j;
-	int fresh = 0;
 
-	for (i = 0; i < m->nclwork; i++) {
-		const struct cls *k = &m->cls[m->clwork[i]];
-
-		if (k->parent == NO_IDX && !k->have_med && k->n >= C4M_CLS_MIN)
-			fresh = 1;
-	}
-	if (fresh) {
-		/* new classes: start their level at the median of x */
-		cell_sample_begin(m);
-		for (i = 0; i < m->nwork; i++) {
-			struct work *w = &m->work[i];
-
-			cell_sample(m, &m->cls[w->cls],
-				    logf(w->tsum / w->bsum));
-		}
-		for (i = 0; i < m->nclwork; i++) {
-			struct cls *k = &m->cls[m->clwork[i]];
-
-			if (k->parent == NO_IDX && !k->have_med &&
-			    k->n >= C4M_CLS_MIN) {
-				k->med = matrix_median(m->scratch + k->off,
-						       k->fill);
-				k->have_med = 1;
-			}
-		}
-	}
+	cell_level_fresh(m);
 	cell_sample_begin(m);
 	for (i = 0; i < m->nwork; i++) {
 		struct work *w = &m->work[i];

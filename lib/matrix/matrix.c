@@ -82,8 +82,10 @@ matrix_new(const struct c4m_params *p)
 		m->p = *p;
 	else
 		matrix_params_default(&m->p);
-	if (!matrix_params_ok(&m->p))
-		goto fail;
+	if (!matrix_params_ok(&m->p)) {
+		matrix_free(m);
+		return NULL;
+	}
 	m->lmin = (float)log(m->p.min_slowdown);
 	m->lcold = (float)log(m->p.cold_slowdown);
 	m->lelev = (float)(m->p.elev_frac * log(m->p.min_slowdown));
@@ -96,16 +98,7 @@ matrix_new(const struct c4m_params *p)
 			break;
 		m->inv[m->inv_len] = a;
 	}
-	if (hmap_init(&m->comm_map, 16) < 0 ||
-	    hmap_init(&m->host_map, 16) < 0 || hmap_init(&m->dev_map, 16) < 0 ||
-	    hmap_init(&m->ep_map, 16) < 0 || hmap_init(&m->cell_map, 64) < 0 ||
-	    hmap_init(&m->cls_map, 16) < 0 || hmap_init(&m->trk_map, 16) < 0 ||
-	    hmap_init(&m->link_map, 64) < 0)
-		goto fail;
 	return m;
-fail:
-	matrix_free(m);
-	return NULL;
 }
 
 /* Free the engine and everything it holds; NULL is fine. */
@@ -130,8 +123,7 @@ matrix_free(struct matrix *m)
 	mem_free(m->links);
 	mem_free(m->lwork);
 	mem_free(m->lhot);
-	if (m->link_map.keys)
-		hmap_free(&m->link_map);
+	mem_map_free(&m->link_map);
 	mem_free(m->scratch);
 	mem_free(m->cls);
 	mem_free(m->clwork);
@@ -139,20 +131,13 @@ matrix_free(struct matrix *m)
 	mem_free(m->out);
 	mem_free(m->stuck);
 	persist_free(m);
-	if (m->comm_map.keys)
-		hmap_free(&m->comm_map);
-	if (m->host_map.keys)
-		hmap_free(&m->host_map);
-	if (m->dev_map.keys)
-		hmap_free(&m->dev_map);
-	if (m->ep_map.keys)
-		hmap_free(&m->ep_map);
-	if (m->cell_map.keys)
-		hmap_free(&m->cell_map);
-	if (m->cls_map.keys)
-		hmap_free(&m->cls_map);
-	if (m->trk_map.keys)
-		hmap_free(&m->trk_map);
+	mem_map_free(&m->comm_map);
+	mem_map_free(&m->host_map);
+	mem_map_free(&m->dev_map);
+	mem_map_free(&m->ep_map);
+	mem_map_free(&m->cell_map);
+	mem_map_free(&m->cls_map);
+	mem_map_free(&m->trk_map);
 	mem_free(m);
 }
 
@@ -162,12 +147,12 @@ matrix_host_get(struct matrix *m, uint32_t host, uint32_t *idx)
 {
 	struct host *h;
 
-	if (hmap_get(&m->host_map, host, idx) == 0)
+	if (u64map_get(&m->host_map, host, idx) == 0)
 		return 0;
 	if (mem_grow((void **)&m->hosts, &m->chosts, m->nhosts + 1,
 		     sizeof(*m->hosts)) < 0)
 		return -1;
-	if (hmap_put(&m->host_map, host, m->nhosts) < 0)
+	if (mem_map_put(&m->host_map, host, m->nhosts) < 0)
 		return -1;
 	h = &m->hosts[m->nhosts];
 	memset(h, 0, sizeof(*h));
@@ -185,12 +170,12 @@ matrix_ep_get(struct matrix *m, uint64_t key, uint32_t dev, int net,
 {
 	struct ep *e;
 
-	if (hmap_get(&m->ep_map, key, idx) == 0)
+	if (u64map_get(&m->ep_map, key, idx) == 0)
 		return 0;
 	if (mem_grow((void **)&m->eps, &m->ceps, m->neps + 1, sizeof(*m->eps)) <
 	    0)
 		return -1;
-	if (hmap_put(&m->ep_map, key, m->neps) < 0)
+	if (mem_map_put(&m->ep_map, key, m->neps) < 0)
 		return -1;
 	e = &m->eps[m->neps];
 	memset(e, 0, sizeof(*e));
@@ -211,14 +196,14 @@ matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc, uint64_t comm,
 	struct dev *d;
 	uint32_t hidx, di;
 
-	if (hmap_get(&m->dev_map, key, idx) == 0)
+	if (u64map_get(&m->dev_map, key, idx) == 0)
 		return 0;
 	if (matrix_host_get(m, loc->host, &hidx) < 0)
 		return -1;
 	if (mem_grow((void **)&m->devs, &m->cdevs, m->ndevs + 1,
 		     sizeof(*m->devs)) < 0)
 		return -1;
-	if (hmap_put(&m->dev_map, key, m->ndevs) < 0)
+	if (mem_map_put(&m->dev_map, key, m->ndevs) < 0)
 		return -1;
 	di = m->ndevs++;
 	d = &m->devs[di];
@@ -270,7 +255,7 @@ matrix_comm_retire(struct matrix *m, uint64_t comm)
 	struct comm *c;
 	uint32_t idx;
 
-	if (m == NULL || hmap_get(&m->comm_map, comm, &idx) < 0)
+	if (m == NULL || u64map_get(&m->comm_map, comm, &idx) < 0)
 		return -1;
 	c = &m->comms[idx];
 	if (!c->retired) {
@@ -295,7 +280,7 @@ matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
 
 	if (m == NULL || map == NULL || nranks == 0 || nranks > C4M_MAX_RANKS)
 		return -1;
-	if (hmap_get(&m->comm_map, comm, &idx) == 0) {
+	if (u64map_get(&m->comm_map, comm, &idx) == 0) {
 		c = &m->comms[idx];
 		if (c->nranks != nranks)
 			return -1;
@@ -324,7 +309,7 @@ matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
 	for (r = 0; r < nranks; r++)
 		if (matrix_dev_get(m, &map[r], comm, r, &c->dev[r]) < 0)
 			goto fail;
-	if (hmap_put(&m->comm_map, comm, m->ncomms) < 0)
+	if (mem_map_put(&m->comm_map, comm, m->ncomms) < 0)
 		goto fail;
 	m->ncomms++;
 	matrix_comm_members(m, c, 1);
@@ -344,17 +329,11 @@ matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci)
 		*ci = m->last_ci;
 		return 0;
 	}
-	if (hmap_get(&m->comm_map, comm, ci) < 0 || m->comms[*ci].retired)
+	if (u64map_get(&m->comm_map, comm, ci) < 0 || m->comms[*ci].retired)
 		return -1;
 	m->last_comm = comm;
 	m->last_ci = *ci;
 	return 0;
-}
-
-uint32_t
-matrix_ep_dev(const struct matrix *m, uint32_t ep)
-{
-	return m->eps[ep].dev;
 }
 
 /* Fill suspect s for device dev in role (tx/rx/rank/host). */
@@ -437,7 +416,7 @@ matrix_mark_host(struct matrix *m, uint32_t host)
 {
 	uint32_t idx;
 
-	if (hmap_get(&m->host_map, host, &idx) == 0)
+	if (u64map_get(&m->host_map, host, &idx) == 0)
 		m->hosts[idx].heard = 1;
 }
 
@@ -511,6 +490,10 @@ matrix_ncells(const struct matrix *m)
 	return m->ncells;
 }
 
+/*
+ * Names of event kinds, event states and suspect roles: static strings,
+ * "unknown" when out of range.
+ */
 const char *
 matrix_kind_name(unsigned kind)
 {

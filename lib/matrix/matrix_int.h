@@ -1,6 +1,6 @@
 /*
  * matrix_int.h: state shared by the engine's subsystems (matrix.c, cell.c,
- * wait.c, hang.c, persist.c, hmap.c, mem.c). Not installed.
+ * wait.c, hang.c, persist.c, mem.c). Not installed.
  */
 #ifndef MATRIX_INT_H
 #define MATRIX_INT_H
@@ -9,11 +9,10 @@
 #include <stdint.h>
 
 #include "c4matrix.h"
+#include "lib/common/u64map.h"
 
-#define HMAP_EMPTY   UINT64_MAX /* a key never used */
-#define HMAP_MIN_CAP 16u
-#define NO_IDX	     UINT32_MAX
-#define EP_NET_FLAG  (1ull << 63) /* endpoint key: NIC port, else GPU */
+#define NO_IDX	    UINT32_MAX
+#define EP_NET_FLAG (1ull << 63) /* endpoint key: NIC port, else GPU */
 #define CELL_KEY(c, a, s, d)                                                   \
 	(((uint64_t)(c) << 41) | ((uint64_t)(a) << 38) |                       \
 	 ((uint64_t)(s) << 19) | (uint64_t)(d))
@@ -25,20 +24,13 @@ void *mem_realloc(void *p, size_t size);
 void mem_free(void *p);
 int mem_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
 
-/* hmap.c: open addressing, linear probing, uint64 key -> uint32 value. */
-struct hmap {
-	uint64_t *keys;
-	uint32_t *vals;
-	uint32_t cap;
-	uint32_t n;
-};
-int hmap_init(struct hmap *h, uint32_t hint);
-void hmap_free(struct hmap *h);
-int hmap_get(const struct hmap *h, uint64_t key, uint32_t *val);
-int hmap_put(struct hmap *h, uint64_t key, uint32_t val);
-int hmap_del(struct hmap *h, uint64_t key);
-void hmap_clear(struct hmap *h);
-uint64_t hmap_mix(uint64_t x);
+/*
+ * The engine's maps are u64maps whose tables mem.c counts: insert with
+ * mem_map_put (u64map_put's contract) and free with mem_map_free; lookups
+ * and deletions (u64map_get, u64map_del) do not change the table's size.
+ */
+int mem_map_put(struct u64map *h, uint64_t key, uint32_t val);
+void mem_map_free(struct u64map *h);
 
 struct host {
 	uint32_t host;
@@ -245,29 +237,29 @@ struct matrix {
 	uint64_t iv; /* current interval number (from input) */
 	uint64_t nanalyzed;
 
-	struct hmap comm_map;
+	struct u64map comm_map;
 	struct comm *comms;
 	uint32_t ncomms, ccomms;
 
-	struct hmap host_map;
+	struct u64map host_map;
 	struct host *hosts;
 	uint32_t nhosts, chosts;
 
-	struct hmap dev_map;
+	struct u64map dev_map;
 	struct dev *devs;
 	uint32_t ndevs, cdevs;
 
-	struct hmap ep_map;
+	struct u64map ep_map;
 	struct ep *eps;
 	uint32_t neps, ceps;
 
-	struct hmap cell_map;
+	struct u64map cell_map;
 	struct cell *cells;
 	uint32_t ncells, ccells;
 	struct cbase *cbase;
 	uint32_t ccbase;
 
-	struct hmap link_map;
+	struct u64map link_map;
 	struct link *links;
 	uint32_t nlinks, clinks;
 	uint32_t *lwork; /* candidate links (a cell at >= min_slowdown / 2) */
@@ -279,7 +271,8 @@ struct matrix {
 	uint32_t nwork, cwork;
 	float *scratch;
 	uint32_t cscratch;
-	struct hmap cls_map; /* persistent: (comm, transport, size) -> class */
+	struct u64map
+		cls_map; /* persistent: (comm, transport, size) -> class */
 	struct cls *cls;
 	uint32_t ncls, ccls;
 	uint32_t *clwork; /* classes sampled this interval */
@@ -294,7 +287,7 @@ struct matrix {
 	float inv[C4M_INV_MAX]; /* EWMA weight after n clean samples */
 	uint32_t inv_len;
 
-	struct hmap trk_map;
+	struct u64map trk_map;
 	struct track *trk;
 	uint32_t ntrk, ctrk;
 
@@ -306,7 +299,6 @@ struct matrix {
 };
 
 /* matrix.c helpers used by the detectors */
-uint32_t matrix_ep_dev(const struct matrix *m, uint32_t ep);
 void matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s,
 			uint32_t dev, unsigned role);
 float matrix_median(float *v, uint32_t n);

@@ -76,6 +76,7 @@ mem_realloc(void *p, size_t size)
 	return nb + C4M_MEM_HDR;
 }
 
+/* Free a block from mem_alloc (counted); NULL is fine. */
 void
 mem_free(void *p)
 {
@@ -115,6 +116,29 @@ mem_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 	*p = np;
 	*cap = (uint32_t)ncap;
 	return 0;
+}
+
+/*
+ * u64map_put, with the change of h's table size counted as the engine's
+ * memory. 0, or -1 without memory (h unchanged).
+ */
+int
+mem_map_put(struct u64map *h, uint64_t key, uint32_t val)
+{
+	size_t before = u64map_bytes(h);
+
+	if (u64map_put(h, key, val) < 0)
+		return -1;
+	mem_account(u64map_bytes(h), before);
+	return 0;
+}
+
+/* u64map_free, uncounting h's table; h is zeroed, not freed. */
+void
+mem_map_free(struct u64map *h)
+{
+	mem_account(0, u64map_bytes(h));
+	u64map_free(h);
 }
 
 /* Live and peak bytes allocated by the engine (all engines together). */

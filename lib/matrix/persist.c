@@ -14,16 +14,29 @@
 #include <math.h>
 #include <string.h>
 
+#include "lib/common/mix.h" /* header only */
 #include "matrix_int.h"
 
-/* Stable key (and event id) for a kind and up to two physical identities. */
+/* One splitmix64 step from state x (the ids' mixing; they must not change). */
+static uint64_t
+persist_mix(uint64_t x)
+{
+	return splitmix64(&x);
+}
+
+/*
+ * Stable key (and event id) for a kind and up to two physical identities.
+ * UINT64_MAX is never returned (it once was the map's empty key; ids stay
+ * what they were).
+ */
 uint64_t
 persist_key(unsigned kind, uint64_t a, uint64_t b)
 {
-	uint64_t k = hmap_mix(hmap_mix((uint64_t)kind * 0x100000001b3ull ^ a) ^
-			      (b * 0x9e3779b97f4a7c15ull + 1));
+	uint64_t k =
+		persist_mix(persist_mix((uint64_t)kind * 0x100000001b3ull ^ a) ^
+			    (b * 0x9e3779b97f4a7c15ull + 1));
 
-	return k == HMAP_EMPTY ? k - 1 : k;
+	return k == UINT64_MAX ? k - 1 : k;
 }
 
 /* Fold a second observation e of one key into dst (cells, score). */
@@ -72,11 +85,11 @@ persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
 	struct track *t;
 	uint32_t idx;
 
-	if (hmap_get(&m->trk_map, key, &idx) < 0) {
+	if (u64map_get(&m->trk_map, key, &idx) < 0) {
 		if (mem_grow((void **)&m->trk, &m->ctrk, m->ntrk + 1,
 			     sizeof(*m->trk)) < 0)
 			return -1;
-		if (hmap_put(&m->trk_map, key, m->ntrk) < 0)
+		if (mem_map_put(&m->trk_map, key, m->ntrk) < 0)
 			return -1;
 		idx = m->ntrk++;
 		t = &m->trk[idx];
@@ -234,12 +247,12 @@ persist_finish(struct matrix *m)
 	/* compact, keeping the map's indices right */
 	for (i = j = 0; i < m->ntrk; i++) {
 		if (!m->trk[i].live) {
-			hmap_del(&m->trk_map, m->trk[i].key);
+			u64map_del(&m->trk_map, m->trk[i].key);
 			continue;
 		}
 		if (i != j) {
 			m->trk[j] = m->trk[i];
-			if (hmap_put(&m->trk_map, m->trk[j].key, j) < 0)
+			if (mem_map_put(&m->trk_map, m->trk[j].key, j) < 0)
 				return -1;
 		}
 		j++;
@@ -248,6 +261,7 @@ persist_finish(struct matrix *m)
 	return 0;
 }
 
+/* Free the tracked candidates and events (m itself stays). */
 void
 persist_free(struct matrix *m)
 {

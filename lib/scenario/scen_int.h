@@ -1,10 +1,14 @@
-/* scen_int.h: internals of the scenario generator. Not installed. */
+/*
+ * scen_int.h: internals of the scenario generator shared by its files
+ * (scen.c, job.c, fault.c, emit.c, rng.c). Not installed.
+ */
 #ifndef SCEN_INT_H
 #define SCEN_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#include "c4scenario.h"
+#include "scen.h"
 
 struct rng {
 	uint64_t s[4];
@@ -12,6 +16,81 @@ struct rng {
 	int have;
 };
 
+struct sdev {
+	uint32_t host;
+	uint16_t gpu;
+	double speed; /* static compute factor */
+	double t;     /* local time within the step, us */
+	double comp;  /* compute of the current phase, us */
+	uint32_t comms[SCEN_MAX_DEV_COMMS];
+	uint8_t ncomms;
+	uint8_t idle; /* non-communication hang: never enters again */
+};
+
+struct scomm {
+	uint64_t hash;
+	uint32_t nranks;
+	uint32_t *dev;
+	uint32_t acc; /* first member accumulator */
+	uint8_t phase;
+	uint8_t net;
+	double compute_us; /* compute before this collective */
+	double coll_us;	   /* transfer time of one collective */
+	double slow;	   /* this interval: worst connection factor */
+	uint64_t done;	   /* cumulative completed ops */
+	uint8_t intersect; /* hang bookkeeping */
+};
+
+struct sconn {
+	uint32_t comm;
+	uint32_t src, dst;
+	uint32_t sdev, ddev;
+	uint8_t algo, tr;
+	uint64_t channels;
+	uint32_t chunk;
+	uint32_t chunks_step;
+	double hetero;
+};
+
+/* per (comm, rank) accumulators of one interval */
+struct sacc {
+	uint32_t n;
+	double ksum, kmin, kmax, klog, klog2;
+	double gsum, gmin, gmax, glog, glog2;
+	double recv, peer, gpuw;
+	uint64_t enter, done;
+	uint8_t blocked;
+};
+
+struct scen {
+	struct scen_params p;
+	struct rng rng;
+	uint32_t nhosts, ndevs;
+	struct sdev *devs;
+	struct scomm *comms;
+	uint32_t ncomms, ccomms;
+	struct sconn *conns;
+	uint32_t nconns, cconns;
+	struct sacc *acc;
+	uint32_t nacc;
+	uint64_t *ckeys; /* (comm, src, dst, algo) -> conn index + 1 */
+	uint32_t *cvals;
+	uint32_t ccap;
+	double *host_off_ns;
+	double *host_drift;
+	double *nic_noise;
+	double *conn_factor;
+	struct scen_fault faults[SCEN_MAX_FAULTS];
+	uint32_t nfaults;
+	int hung; /* hang state computed */
+	uint8_t *lost;
+	struct c4m_coll *out_coll;
+	struct c4m_conn *out_conn;
+	struct c4m_wait *out_wait;
+	uint32_t *out_hosts;
+};
+
+/* rng.c: the job's seeded random stream. */
 void rng_seed(struct rng *r, uint64_t seed);
 uint64_t rng_next(struct rng *r);
 double rng_unif(struct rng *r);
@@ -19,5 +98,38 @@ uint32_t rng_below(struct rng *r, uint32_t n);
 double rng_norm(struct rng *r);
 double rng_lognorm(struct rng *r, double sigma);
 uint32_t rng_poisson(struct rng *r, double lambda);
+
+/*
+ * job.c: build the communicators and connections of s->p.layout over the
+ * devices scen_new set up, drawing from s->rng. Returns 0, or -1 without
+ * memory or for an unknown layout (s is then freed by scen_free only).
+ */
+int job_build(struct scen *s);
+
+/*
+ * fault.c: the fault model. None of these change the job's model; only
+ * fault_advance changes the job's progress state.
+ *
+ * fault_intermittent_mask draws a flapping pattern (bit i: active at
+ * start + i) from r. fault_pick_net_conn draws a network connection of s,
+ * or returns NULL when there is none. fault_conn and fault_gpu return the
+ * slowdown factor active faults put on connection x or device dev in
+ * interval iv (1.0 when none). fault_advance is described in fault.c.
+ */
+uint32_t fault_intermittent_mask(struct rng *r);
+const struct sconn *fault_pick_net_conn(struct scen *s);
+double fault_conn(const struct scen *s, const struct sconn *x, uint32_t iv);
+double fault_gpu(const struct scen *s, uint32_t dev, uint32_t iv);
+int fault_advance(struct scen *s, uint32_t iv);
+
+/*
+ * emit.c: interval iv's summaries, in the order scen_interval calls them
+ * (each draws from s->rng, so the order is part of the output). The
+ * output arrays are the job's own (s->out_*).
+ */
+void emit_factors(struct scen *s, uint32_t iv, double drift);
+void emit_steps(struct scen *s, uint32_t iv, int hung);
+void emit_colls(struct scen *s, uint32_t iv, uint32_t *nc, uint32_t *nw);
+uint32_t emit_conns(struct scen *s, int hung);
 
 #endif /* SCEN_INT_H */

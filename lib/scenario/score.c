@@ -4,7 +4,7 @@
  * it opened while the fault was active, its kind is of the fault's family
  * and one of its suspects is the culprit (device, NIC port, path, host).
  */
-#include "c4scenario.h"
+#include "scen.h"
 
 /* The event kind that names a fault of kind base exactly, or -1. */
 int

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "addrplan.h"
+#include "errbuf.h"
 
 /* Addresses the plan of t uses, from the base of switch_net. */
 static uint64_t
@@ -135,13 +136,13 @@ topo_set_switch_net(struct topo *t, uint32_t base, uint8_t prefix, char *err,
 		    size_t errlen)
 {
 	if (t->final) {
-		topo_err(err, errlen, "topology is final");
+		errbuf_set(err, errlen, "topology is final");
 		return -1;
 	}
 	if (prefix > 32 ||
 	    (prefix < 32 && (base & (UINT32_MAX >> prefix)) != 0)) {
-		topo_err(err, errlen,
-			 "switch_net: host bits set below the prefix");
+		errbuf_set(err, errlen,
+			   "switch_net: host bits set below the prefix");
 		return -1;
 	}
 	t->swnet_base = base;
@@ -157,18 +158,18 @@ topo_addrplan_check(const struct topo *t, char *err, size_t errlen)
 
 	topo_ip_format(t->swnet_base, net, sizeof(net));
 	if (t->swnet_base == 0) {
-		topo_err(err, errlen,
-			 "switch_net %s/%u: must not start at 0.0.0.0", net,
-			 t->swnet_prefix);
+		errbuf_set(err, errlen,
+			   "switch_net %s/%u: must not start at 0.0.0.0", net,
+			   t->swnet_prefix);
 		return -1;
 	}
 	if (need > addrplan_size(t)) {
-		topo_err(err, errlen,
-			 "switch_net %s/%u: %llu addresses needed for %u "
-			 "cables and %u NIC ports, %llu available",
-			 net, t->swnet_prefix, (unsigned long long)need,
-			 t->nlinks, t->nports,
-			 (unsigned long long)addrplan_size(t));
+		errbuf_set(err, errlen,
+			   "switch_net %s/%u: %llu addresses needed for %u "
+			   "cables and %u NIC ports, %llu available",
+			   net, t->swnet_prefix, (unsigned long long)need,
+			   t->nlinks, t->nports,
+			   (unsigned long long)addrplan_size(t));
 		return -1;
 	}
 	for (uint32_t i = 0; i < t->nports; i++) {
@@ -178,12 +179,12 @@ topo_addrplan_check(const struct topo *t, char *err, size_t errlen)
 		    (uint64_t)(p->ip - t->swnet_base) >= need)
 			continue;
 		topo_ip_format(p->ip, ip, sizeof(ip));
-		topo_err(err, errlen,
-			 "switch_net %s/%u: NIC %s/%s IP %s is a switch "
-			 "interface address of the plan",
-			 net, t->swnet_prefix,
-			 t->hosts[t->nics[p->nic].host].name,
-			 t->nics[p->nic].name, ip);
+		errbuf_set(err, errlen,
+			   "switch_net %s/%u: NIC %s/%s IP %s is a switch "
+			   "interface address of the plan",
+			   net, t->swnet_prefix,
+			   t->hosts[t->nics[p->nic].host].name,
+			   t->nics[p->nic].name, ip);
 		return -1;
 	}
 	return 0;

@@ -90,7 +90,11 @@ struct alloc_stats {
 
 struct alloc;
 
-/* The allocator takes health changes for t; both must outlive it. */
+/*
+ * The allocator takes health changes for t (a final topology); t and c
+ * must outlive it. NULL when t is not final or without memory. alloc_free
+ * frees it and every allocation (NULL is fine); t and c stay.
+ */
 struct alloc *alloc_new(struct topo *t, struct catalog *c);
 void alloc_free(struct alloc *a);
 
@@ -110,7 +114,10 @@ int alloc_request(struct alloc *a, const char *req_id, uint64_t job,
 int alloc_lookup(const struct alloc *a, const char *req_id,
 		 struct alloc_qp_res *out, size_t n);
 
-/* Releases; return the number of QPs freed (0 when nothing matched). */
+/*
+ * Release request req_id, or every request of job; return the number of
+ * QPs freed (0 when nothing matched).
+ */
 size_t alloc_release(struct alloc *a, const char *req_id);
 size_t alloc_release_job(struct alloc *a, uint64_t job);
 /* Renews every request of job to now + lease_s; returns requests renewed. */
@@ -161,6 +168,7 @@ int alloc_restore(struct alloc *a, const struct alloc_record *recs, size_t n,
 /* Load (weight sum) of a cable in each direction; -1 on a bad id. */
 int alloc_link_load(const struct alloc *a, uint32_t link, uint64_t *up,
 		    uint64_t *down);
+/* Fill *st with the allocator's counts and cable loads; nothing changes. */
 void alloc_stats(const struct alloc *a, struct alloc_stats *st);
 
 #endif /* C4_ALLOC_H */

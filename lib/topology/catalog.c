@@ -1,17 +1,18 @@
 /*
  * catalog.c: the path catalog (see catalog.h).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "catalog.h"
+#include "errbuf.h"
+#include "lib/common/mix.h" /* header only */
 #include "tmap.h"
 
 struct catalog {
 	const struct topo *t;
-	struct hash_model model;
+	struct ecmp_model model;
 	bool have_model;
 	struct catalog_entry *ent;
 	size_t nent, cap;
@@ -19,26 +20,10 @@ struct catalog {
 	uint64_t gen;
 };
 
-static void catalog_err(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-catalog_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || len == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
 static uint64_t
 catalog_key_hash(const struct catalog_key *k)
 {
-	return tmap_mix(((uint64_t)k->sip << 32 | k->dip) ^
-			tmap_mix(k->side + 1));
+	return mix64(((uint64_t)k->sip << 32 | k->dip) ^ mix64(k->side + 1));
 }
 
 struct catalog_probe {
@@ -65,7 +50,7 @@ catalog_rehash(const void *arg, uint32_t slot)
 }
 
 struct catalog *
-catalog_new(const struct topo *t, const struct hash_model *model)
+catalog_new(const struct topo *t, const struct ecmp_model *model)
 {
 	struct catalog *c;
 
@@ -123,16 +108,16 @@ catalog_slot(struct catalog *c, const struct catalog_key *key, char *err,
 	if (s != TMAP_EMPTY)
 		return &c->ent[s];
 	if (key->side >= TOPO_SIDES) {
-		catalog_err(err, errlen, "bad side %u", key->side);
+		errbuf_set(err, errlen, "bad side %u", key->side);
 		return NULL;
 	}
 	sp = topo_port_by_ip(c->t, key->sip, key->side);
 	if (sp == TOPO_NONE || topo_nic_by_ip(c->t, key->dip) == TOPO_NONE) {
-		catalog_err(err, errlen, "unknown source or destination IP");
+		errbuf_set(err, errlen, "unknown source or destination IP");
 		return NULL;
 	}
 	if (topo_nic_by_ip(c->t, key->dip) == c->t->ports[sp].nic) {
-		catalog_err(err, errlen, "source and destination on one NIC");
+		errbuf_set(err, errlen, "source and destination on one NIC");
 		return NULL;
 	}
 	c->gen++;
@@ -142,7 +127,7 @@ catalog_slot(struct catalog *c, const struct catalog_key *key, char *err,
 
 		ne = realloc(c->ent, ncap * sizeof(*ne));
 		if (ne == NULL) {
-			catalog_err(err, errlen, "out of memory");
+			errbuf_set(err, errlen, "out of memory");
 			return NULL;
 		}
 		c->ent = ne;
@@ -154,7 +139,7 @@ catalog_slot(struct catalog *c, const struct catalog_key *key, char *err,
 	e->src_port = sp;
 	if (tmap_insert(&c->idx, catalog_key_hash(key), (uint32_t)c->nent,
 			catalog_rehash, c) < 0) {
-		catalog_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	c->nent++;
@@ -189,17 +174,17 @@ static int
 catalog_fill(struct catalog *c, struct catalog_entry *e, char *err,
 	     size_t errlen)
 {
-	struct hash_ctx hc;
+	struct ecmp_ctx hc;
 	uint8_t *seen = NULL;
 	uint32_t covered = 0, i, ix;
 	int rc = -1;
 
-	if (hash_ctx_init(&hc, c->t, &c->model, e->src_port, e->key.dip, err,
+	if (ecmp_ctx_init(&hc, c->t, &c->model, e->src_port, e->key.dip, err,
 			  errlen) < 0)
 		return -1;
 	seen = calloc((size_t)hc.nup * hc.ndown + 1, 1);
 	if (seen == NULL) {
-		catalog_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < CATALOG_SPORT_COUNT && covered < hc.npaths; i++) {
@@ -207,7 +192,7 @@ catalog_fill(struct catalog *c, struct catalog_entry *e, char *err,
 
 		r.sport = (uint16_t)(CATALOG_SPORT_BASE + i);
 		r.origin = CATALOG_FROM_HASH;
-		if (hash_ctx_route_ix(&hc, r.sport, false, &r.path, &ix) < 0)
+		if (ecmp_ctx_route_ix(&hc, r.sport, false, &r.path, &ix) < 0)
 			continue;
 		if (seen[ix])
 			continue;
@@ -215,14 +200,14 @@ catalog_fill(struct catalog *c, struct catalog_entry *e, char *err,
 		seen[ix] = 1;
 		covered++;
 		if (catalog_push(e, &r) < 0) {
-			catalog_err(err, errlen, "out of memory");
+			errbuf_set(err, errlen, "out of memory");
 			goto out;
 		}
 	}
 	rc = 0;
 out:
 	free(seen);
-	hash_ctx_free(&hc);
+	ecmp_ctx_free(&hc);
 	return rc;
 }
 
@@ -237,7 +222,7 @@ catalog_get(struct catalog *c, const struct catalog_key *key, char *err,
 	if (f != NULL && f->n > 0)
 		return f;
 	if (!c->have_model) {
-		catalog_err(err, errlen, "no paths known (not probed yet)");
+		errbuf_set(err, errlen, "no paths known (not probed yet)");
 		return NULL;
 	}
 	e = catalog_slot(c, key, err, errlen);
@@ -259,19 +244,19 @@ catalog_rec_ok(const struct catalog *c, const struct catalog_entry *e,
 
 	if (p->src_port != e->src_port || p->dst_port >= t->nports ||
 	    t->ports[p->dst_port].ip != e->key.dip) {
-		catalog_err(err, errlen, "sport %u: path ports do not match",
-			    r->sport);
+		errbuf_set(err, errlen, "sport %u: path ports do not match",
+			   r->sport);
 		return -1;
 	}
 	if ((p->up == TOPO_NONE) != (p->down == TOPO_NONE)) {
-		catalog_err(err, errlen, "sport %u: half a path", r->sport);
+		errbuf_set(err, errlen, "sport %u: half a path", r->sport);
 		return -1;
 	}
 	if (p->up == TOPO_NONE) {
 		if (t->ports[p->src_port].leaf != t->ports[p->dst_port].leaf) {
-			catalog_err(err, errlen,
-				    "sport %u: direct path across leaves",
-				    r->sport);
+			errbuf_set(err, errlen,
+				   "sport %u: direct path across leaves",
+				   r->sport);
 			return -1;
 		}
 		return 0;
@@ -280,8 +265,8 @@ catalog_rec_ok(const struct catalog *c, const struct catalog_entry *e,
 	    t->links[p->up].leaf != t->ports[p->src_port].leaf ||
 	    t->links[p->down].leaf != t->ports[p->dst_port].leaf ||
 	    t->links[p->up].spine != t->links[p->down].spine) {
-		catalog_err(err, errlen, "sport %u: cables do not form a path",
-			    r->sport);
+		errbuf_set(err, errlen, "sport %u: cables do not form a path",
+			   r->sport);
 		return -1;
 	}
 	return 0;
@@ -317,7 +302,7 @@ catalog_add(struct catalog *c, const struct catalog_key *key,
 		if (same_port != TOPO_NONE)
 			e->recs[same_port] = rec;
 		else if (same_path == TOPO_NONE && catalog_push(e, &rec) < 0) {
-			catalog_err(err, errlen, "entry full or out of memory");
+			errbuf_set(err, errlen, "entry full or out of memory");
 			return -1;
 		}
 	}
@@ -347,13 +332,13 @@ catalog_add_probe(struct catalog *c, const struct probe_result *r, char *err,
 	uint32_t sp, dn;
 
 	if (r->side >= TOPO_SIDES || r->dst_side >= TOPO_SIDES) {
-		catalog_err(err, errlen, "probe: bad side");
+		errbuf_set(err, errlen, "probe: bad side");
 		return -1;
 	}
 	sp = topo_port_by_ip(t, r->src_ip, r->side);
 	dn = topo_nic_by_ip(t, r->dst_ip);
 	if (sp == TOPO_NONE || dn == TOPO_NONE) {
-		catalog_err(err, errlen, "probe: unknown IP");
+		errbuf_set(err, errlen, "probe: unknown IP");
 		return -1;
 	}
 	rec.sport = r->sport;
@@ -363,17 +348,17 @@ catalog_add_probe(struct catalog *c, const struct probe_result *r, char *err,
 	rec.path.dst_port = t->nics[dn].port[r->dst_side];
 	if (r->src_leaf != t->ports[sp].leaf ||
 	    r->dst_leaf != t->ports[rec.path.dst_port].leaf) {
-		catalog_err(err, errlen,
-			    "probe sport %u: leaves do not match "
-			    "the ports' cabling",
-			    r->sport);
+		errbuf_set(err, errlen,
+			   "probe sport %u: leaves do not match "
+			   "the ports' cabling",
+			   r->sport);
 		return -1;
 	}
 	if (r->spine == TOPO_NONE) {
 		rec.path.up = rec.path.down = TOPO_NONE;
 	} else {
 		if (r->spine >= t->nspines) {
-			catalog_err(err, errlen, "probe: bad spine");
+			errbuf_set(err, errlen, "probe: bad spine");
 			return -1;
 		}
 		rec.path.up =
@@ -381,10 +366,10 @@ catalog_add_probe(struct catalog *c, const struct probe_result *r, char *err,
 		rec.path.down =
 			catalog_cable(t, r->down_link, r->dst_leaf, r->spine);
 		if (rec.path.up == TOPO_NONE || rec.path.down == TOPO_NONE) {
-			catalog_err(err, errlen,
-				    "probe sport %u: parallel cables, cable "
-				    "not reported",
-				    r->sport);
+			errbuf_set(err, errlen,
+				   "probe sport %u: parallel cables, cable "
+				   "not reported",
+				   r->sport);
 			return -1;
 		}
 	}
@@ -446,7 +431,7 @@ catalog_pick_port(const struct topo *t, const uint32_t *bucket, uint32_t n,
 		healthy += t->ports[bucket[i]].up;
 	if (healthy == 0)
 		return TOPO_NONE;
-	k = (uint32_t)(tmap_mix(seed) % healthy);
+	k = (uint32_t)(mix64(seed) % healthy);
 	for (i = 0; i < n; i++)
 		if (t->ports[bucket[i]].up && k-- == 0)
 			return bucket[i];
@@ -473,7 +458,7 @@ catalog_probe_tasks(const struct topo *t, uint64_t seed, uint16_t count,
 	cap = (size_t)t->nleaves * t->nleaves * TOPO_SIDES + 1;
 	out = malloc(cap * sizeof(*out));
 	if (first == NULL || fill == NULL || bucket == NULL || out == NULL) {
-		catalog_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < t->nports; i++)

@@ -18,7 +18,7 @@
 #ifndef C4_CATALOG_H
 #define C4_CATALOG_H
 
-#include "hash.h"
+#include "ecmp.h"
 
 struct catalog_key {
 	uint32_t sip;
@@ -80,7 +80,7 @@ struct catalog;
 
 /* model NULL: probe results only. The topology must be final. */
 struct catalog *catalog_new(const struct topo *t,
-			    const struct hash_model *model);
+			    const struct ecmp_model *model);
 void catalog_free(struct catalog *c);
 
 /*

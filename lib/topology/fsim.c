@@ -1,27 +1,12 @@
 /*
  * fsim.c: max-min fair rates by progressive filling (see fsim.h).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fsim.h"
-
-static void fsim_err(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-fsim_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || len == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
+#include "errbuf.h"
 
 /* resource layout: [tx ports][rx ports][up cables][down cables][pools up]
  * [pools down] */
@@ -111,13 +96,13 @@ fsim_solve(const double *cap, uint32_t nres, struct fsim_flow *f, size_t n,
 
 	for (i = 0; i < n; i++) {
 		if (f[i].nres > FSIM_MAX_HOPS) {
-			fsim_err(err, errlen, "flow %zu: too many hops", i);
+			errbuf_set(err, errlen, "flow %zu: too many hops", i);
 			return -1;
 		}
 		for (k = 0; k < f[i].nres; k++) {
 			if (f[i].res[k] >= nres) {
-				fsim_err(err, errlen, "flow %zu: bad resource",
-					 i);
+				errbuf_set(err, errlen,
+					   "flow %zu: bad resource", i);
 				return -1;
 			}
 		}
@@ -130,7 +115,7 @@ fsim_solve(const double *cap, uint32_t nres, struct fsim_flow *f, size_t n,
 	frozen = calloc(n + 1, 1);
 	if (cnt == NULL || first == NULL || adj == NULL || rem == NULL ||
 	    frozen == NULL) {
-		fsim_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
 	/* resource -> flows (CSR) */

@@ -8,18 +8,12 @@
 #include "lib/common/mix.h" /* header only */
 
 uint64_t
-tmap_mix(uint64_t x)
-{
-	return mix64(x);
-}
-
-uint64_t
 tmap_str(const char *s)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ULL;
 
 	while (*s != '\0')
-		h = tmap_mix(h ^ (unsigned char)*s++);
+		h = mix64(h ^ (unsigned char)*s++);
 	return h;
 }
 

@@ -39,8 +39,10 @@ int tmap_insert(struct tmap *m, uint64_t hash, uint32_t slot,
 /* Removes the cell holding slot (found via hash); returns 0 or -1. */
 int tmap_remove(struct tmap *m, uint64_t hash, uint32_t slot);
 
-/* A 64-bit mixer (finalizer quality) and a byte-string hash built on it. */
-uint64_t tmap_mix(uint64_t x);
+/*
+ * A hash of the NUL-terminated string s (mix64 of mix.h over its bytes),
+ * for tmap keys; s is not changed.
+ */
 uint64_t tmap_str(const char *s);
 
 #endif /* C4_TMAP_H */

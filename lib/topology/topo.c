@@ -2,26 +2,15 @@
  * topo.c: the fabric model: builder, validation, indices, health.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "addrplan.h"
+#include "lib/common/mix.h" /* header only */
 #include "tmap.h"
 #include "topo.h"
-
-void
-topo_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || len == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
+#include "errbuf.h"
 
 /*
  * Grows *arr (elements of size sz, capacity *cap) to hold n + 1 elements.
@@ -81,13 +70,13 @@ topo_name_ok(const char *what, const char *name, char *err, size_t errlen)
 	size_t n;
 
 	if (name == NULL || name[0] == '\0') {
-		topo_err(err, errlen, "%s: empty name", what);
+		errbuf_set(err, errlen, "%s: empty name", what);
 		return -1;
 	}
 	n = strlen(name);
 	if (n >= TOPO_NAME_MAX) {
-		topo_err(err, errlen, "%s '%.16s...': name longer than %d",
-			 what, name, TOPO_NAME_MAX - 1);
+		errbuf_set(err, errlen, "%s '%.16s...': name longer than %d",
+			   what, name, TOPO_NAME_MAX - 1);
 		return -1;
 	}
 	return 0;
@@ -97,7 +86,7 @@ static int
 topo_mutable(const struct topo *t, char *err, size_t errlen)
 {
 	if (t->final) {
-		topo_err(err, errlen, "topology is final");
+		errbuf_set(err, errlen, "topology is final");
 		return -1;
 	}
 	return 0;
@@ -113,12 +102,12 @@ topo_add_leaf(struct topo *t, const char *name, uint32_t pod, uint32_t plane,
 	    topo_name_ok("leaf", name, err, errlen) < 0)
 		return TOPO_NONE;
 	if (t->nleaves >= TOPO_MAX_LEAVES) {
-		topo_err(err, errlen, "more than %u leaves", TOPO_MAX_LEAVES);
+		errbuf_set(err, errlen, "more than %u leaves", TOPO_MAX_LEAVES);
 		return TOPO_NONE;
 	}
 	if (topo_reserve((void **)&t->leaves, &t->cap_leaves, t->nleaves,
 			 sizeof(*t->leaves)) < 0) {
-		topo_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return TOPO_NONE;
 	}
 	l = &t->leaves[t->nleaves];
@@ -139,12 +128,12 @@ topo_add_spine(struct topo *t, const char *name, uint32_t pod, uint32_t plane,
 	    topo_name_ok("spine", name, err, errlen) < 0)
 		return TOPO_NONE;
 	if (t->nspines >= TOPO_MAX_SPINES) {
-		topo_err(err, errlen, "more than %u spines", TOPO_MAX_SPINES);
+		errbuf_set(err, errlen, "more than %u spines", TOPO_MAX_SPINES);
 		return TOPO_NONE;
 	}
 	if (topo_reserve((void **)&t->spines, &t->cap_spines, t->nspines,
 			 sizeof(*t->spines)) < 0) {
-		topo_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return TOPO_NONE;
 	}
 	s = &t->spines[t->nspines];
@@ -159,8 +148,9 @@ static int
 topo_gbps_ok(double gbps, char *err, size_t errlen)
 {
 	if (!(gbps > 0.0) || gbps > TOPO_MAX_GBPS) {
-		topo_err(err, errlen, "capacity %g Gbit/s out of range (0, %g]",
-			 gbps, TOPO_MAX_GBPS);
+		errbuf_set(err, errlen,
+			   "capacity %g Gbit/s out of range (0, %g]", gbps,
+			   TOPO_MAX_GBPS);
 		return -1;
 	}
 	return 0;
@@ -175,27 +165,27 @@ topo_add_links(struct topo *t, uint32_t leaf, uint32_t spine, uint32_t mult,
 	if (topo_mutable(t, err, errlen) < 0)
 		return TOPO_NONE;
 	if (leaf >= t->nleaves || spine >= t->nspines) {
-		topo_err(err, errlen, "link: no such leaf or spine");
+		errbuf_set(err, errlen, "link: no such leaf or spine");
 		return TOPO_NONE;
 	}
 	if (mult == 0 || mult > TOPO_MAX_LINK_MULT) {
-		topo_err(err, errlen,
-			 "link %s-%s: multiplicity %u not in 1..%u",
-			 t->leaves[leaf].name, t->spines[spine].name, mult,
-			 TOPO_MAX_LINK_MULT);
+		errbuf_set(err, errlen,
+			   "link %s-%s: multiplicity %u not in 1..%u",
+			   t->leaves[leaf].name, t->spines[spine].name, mult,
+			   TOPO_MAX_LINK_MULT);
 		return TOPO_NONE;
 	}
 	if (topo_gbps_ok(gbps, err, errlen) < 0)
 		return TOPO_NONE;
 	if (t->nlinks + mult > TOPO_MAX_LINKS) {
-		topo_err(err, errlen, "more than %u links", TOPO_MAX_LINKS);
+		errbuf_set(err, errlen, "more than %u links", TOPO_MAX_LINKS);
 		return TOPO_NONE;
 	}
 	first = t->nlinks;
 	for (i = 0; i < mult; i++) {
 		if (topo_reserve((void **)&t->links, &t->cap_links, t->nlinks,
 				 sizeof(*t->links)) < 0) {
-			topo_err(err, errlen, "out of memory");
+			errbuf_set(err, errlen, "out of memory");
 			t->nlinks = first;
 			return TOPO_NONE;
 		}
@@ -212,7 +202,7 @@ topo_add_links(struct topo *t, uint32_t leaf, uint32_t spine, uint32_t mult,
 
 		nb = realloc(t->bundles, (size_t)(b + 1) * sizeof(*nb));
 		if (nb == NULL) {
-			topo_err(err, errlen, "out of memory");
+			errbuf_set(err, errlen, "out of memory");
 			t->nlinks = first;
 			return TOPO_NONE;
 		}
@@ -235,12 +225,12 @@ topo_add_host(struct topo *t, const char *name, char *err, size_t errlen)
 	    topo_name_ok("host", name, err, errlen) < 0)
 		return TOPO_NONE;
 	if (t->nhosts >= TOPO_MAX_HOSTS) {
-		topo_err(err, errlen, "more than %u hosts", TOPO_MAX_HOSTS);
+		errbuf_set(err, errlen, "more than %u hosts", TOPO_MAX_HOSTS);
 		return TOPO_NONE;
 	}
 	if (topo_reserve((void **)&t->hosts, &t->cap_hosts, t->nhosts,
 			 sizeof(*t->hosts)) < 0) {
-		topo_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return TOPO_NONE;
 	}
 	h = &t->hosts[t->nhosts];
@@ -263,30 +253,30 @@ topo_add_nic(struct topo *t, uint32_t host, const char *name,
 	    topo_name_ok("nic", name, err, errlen) < 0)
 		return TOPO_NONE;
 	if (host >= t->nhosts || host != t->nhosts - 1) {
-		topo_err(err, errlen,
-			 "nic %s: host %u is not the last one added", name,
-			 host);
+		errbuf_set(err, errlen,
+			   "nic %s: host %u is not the last one added", name,
+			   host);
 		return TOPO_NONE;
 	}
 	if (t->hosts[host].nic_count >= TOPO_MAX_NICS_PER_HOST) {
-		topo_err(err, errlen, "host %s: more than %u NICs",
-			 t->hosts[host].name, TOPO_MAX_NICS_PER_HOST);
+		errbuf_set(err, errlen, "host %s: more than %u NICs",
+			   t->hosts[host].name, TOPO_MAX_NICS_PER_HOST);
 		return TOPO_NONE;
 	}
 	if (leaf_left >= t->nleaves || leaf_right >= t->nleaves) {
-		topo_err(err, errlen, "nic %s: no such leaf", name);
+		errbuf_set(err, errlen, "nic %s: no such leaf", name);
 		return TOPO_NONE;
 	}
 	if (topo_gbps_ok(gbps, err, errlen) < 0)
 		return TOPO_NONE;
 	if (topo_reserve((void **)&t->nics, &t->cap_nics, t->nnics,
 			 sizeof(*t->nics)) < 0) {
-		topo_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return TOPO_NONE;
 	}
 	p = realloc(t->ports, ((size_t)t->nports + 2) * sizeof(*p));
 	if (p == NULL) {
-		topo_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return TOPO_NONE;
 	}
 	t->ports = p;
@@ -348,7 +338,7 @@ topo_cmp_spine_links(const void *a, const void *b)
 static uint64_t
 topo_ip_hash(uint32_t ip)
 {
-	return tmap_mix(ip);
+	return mix64(ip);
 }
 
 /*
@@ -364,7 +354,7 @@ topo_build_ip_index(struct topo *t, char *err, size_t errlen)
 		cap *= 2;
 	t->ip_slots = malloc((size_t)cap * sizeof(uint32_t));
 	if (t->ip_slots == NULL) {
-		topo_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return -1;
 	}
 	for (i = 0; i < cap; i++)
@@ -384,10 +374,10 @@ topo_build_ip_index(struct topo *t, char *err, size_t errlen)
 			if (q->nic == p->nic)
 				break; /* bonded: keep the left port */
 			topo_ip_format(p->ip, ip, sizeof(ip));
-			topo_err(err, errlen,
-				 "nic %s: IP %s already used by nic %s",
-				 t->nics[p->nic].name, ip,
-				 t->nics[q->nic].name);
+			errbuf_set(err, errlen,
+				   "nic %s: IP %s already used by nic %s",
+				   t->nics[p->nic].name, ip,
+				   t->nics[q->nic].name);
 			return -1;
 		}
 		if (t->ip_slots[j] == TOPO_NONE)
@@ -451,13 +441,13 @@ topo_unique(const struct topo *t, const char *what,
 		n.key = fn(t, i);
 		if (tmap_find(&m, tmap_str(n.key), topo_names_eq, &n) !=
 		    TMAP_EMPTY) {
-			topo_err(err, errlen, "duplicate %s name '%s'", what,
-				 n.key);
+			errbuf_set(err, errlen, "duplicate %s name '%s'", what,
+				   n.key);
 			goto out;
 		}
 		if (tmap_insert(&m, tmap_str(n.key), i, topo_names_rehash, &n) <
 		    0) {
-			topo_err(err, errlen, "out of memory");
+			errbuf_set(err, errlen, "out of memory");
 			goto out;
 		}
 	}
@@ -475,7 +465,7 @@ topo_finalize(struct topo *t, char *err, size_t errlen)
 	if (t->final)
 		return 0;
 	if (t->nleaves == 0 || t->nnics == 0) {
-		topo_err(err, errlen, "topology has no leaves or no NICs");
+		errbuf_set(err, errlen, "topology has no leaves or no NICs");
 		return -1;
 	}
 	if (topo_unique(t, "leaf", topo_leaf_name, t->nleaves, err, errlen) <
@@ -489,10 +479,10 @@ topo_finalize(struct topo *t, char *err, size_t errlen)
 		const struct topo_spine *s = &t->spines[t->links[i].spine];
 
 		if (l->pod != s->pod || l->plane != s->plane) {
-			topo_err(err, errlen,
-				 "link %s-%s joins pod/plane %u/%u to %u/%u",
-				 l->name, s->name, l->pod, l->plane, s->pod,
-				 s->plane);
+			errbuf_set(err, errlen,
+				   "link %s-%s joins pod/plane %u/%u to %u/%u",
+				   l->name, s->name, l->pod, l->plane, s->pod,
+				   s->plane);
 			return -1;
 		}
 	}
@@ -502,18 +492,19 @@ topo_finalize(struct topo *t, char *err, size_t errlen)
 		uint32_t lr = t->ports[n->port[TOPO_RIGHT]].leaf;
 
 		if (ll == lr) {
-			topo_err(err, errlen,
-				 "nic %s/%s: left and right ports both on leaf "
-				 "%s",
-				 t->hosts[n->host].name, n->name,
-				 t->leaves[ll].name);
+			errbuf_set(
+				err, errlen,
+				"nic %s/%s: left and right ports both on leaf "
+				"%s",
+				t->hosts[n->host].name, n->name,
+				t->leaves[ll].name);
 			return -1;
 		}
 	}
 	for (i = 0; i < t->nhosts; i++) {
 		if (t->hosts[i].nic_count == 0) {
-			topo_err(err, errlen, "host %s has no NICs",
-				 t->hosts[i].name);
+			errbuf_set(err, errlen, "host %s has no NICs",
+				   t->hosts[i].name);
 			return -1;
 		}
 	}
@@ -524,7 +515,7 @@ topo_finalize(struct topo *t, char *err, size_t errlen)
 	t->leaf_links = malloc(((size_t)t->nlinks + 1) * sizeof(uint32_t));
 	t->spine_links = malloc(((size_t)t->nlinks + 1) * sizeof(uint32_t));
 	if (t->leaf_links == NULL || t->spine_links == NULL) {
-		topo_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto fail;
 	}
 	for (i = 0; i < t->nlinks; i++)
@@ -540,10 +531,11 @@ topo_finalize(struct topo *t, char *err, size_t errlen)
 
 		if (a->leaf == b->leaf && a->spine == b->spine &&
 		    a->bundle != b->bundle) {
-			topo_err(err, errlen,
-				 "link %s-%s declared twice (use multiplicity)",
-				 t->leaves[a->leaf].name,
-				 t->spines[a->spine].name);
+			errbuf_set(
+				err, errlen,
+				"link %s-%s declared twice (use multiplicity)",
+				t->leaves[a->leaf].name,
+				t->spines[a->spine].name);
 			goto fail;
 		}
 	}

@@ -203,10 +203,6 @@ int topo_port_set_up(struct topo *t, uint32_t port, bool up);
 /* Healthy cables of a bundle. */
 uint32_t topo_bundle_healthy(const struct topo *t, uint32_t bundle);
 
-/* printf into an error buffer of len bytes (nothing when err is NULL). */
-void topo_err(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
 /* "10.0.0.1" <-> uint32; topo_ip_parse returns -1 on malformed input. */
 int topo_ip_parse(const char *s, uint32_t *ip);
 void topo_ip_format(uint32_t ip, char *buf, size_t len);

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "c4matrix.h"
-#include "c4scenario.h"
+#include "scen.h"
 
 #define C4SCEN_MAX_INTERVALS 100000
 

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "c4client.h"
-#include "c4scenario.h"
+#include "scen.h"
 #include "cfg.h"
 #include "clock.h"
 #include "sketch.h"

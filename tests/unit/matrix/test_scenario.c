@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "c4matrix.h"
-#include "c4scenario.h"
+#include "scen.h"
 
 #define NINT   20
 #define START  7

@@ -15,7 +15,7 @@ struct fx {
 	struct topo *t;
 	struct catalog *c;
 	struct alloc *a;
-	struct hash_model m;
+	struct ecmp_model m;
 };
 
 static void
@@ -82,7 +82,7 @@ START_TEST(test_same_side_and_spread)
 		{
 			struct path h;
 
-			ck_assert_int_eq(hash_route(f.t, &f.m, p->src_port,
+			ck_assert_int_eq(ecmp_route(f.t, &f.m, p->src_port,
 						    q[i].dip, r[i].sport, true,
 						    &h, err, sizeof(err)),
 					 0);

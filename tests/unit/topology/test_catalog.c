@@ -13,7 +13,7 @@
 START_TEST(test_fill_from_hash_model)
 {
 	struct topo *t = tfab_new(4, 2, true);
-	struct hash_model m = {11};
+	struct ecmp_model m = {11};
 	struct catalog *c = catalog_new(t, &m);
 	struct catalog_key k = {tfab_ip(0, 0, 0, true), tfab_ip(3, 1, 0, true),
 				TOPO_RIGHT};
@@ -35,7 +35,7 @@ START_TEST(test_fill_from_hash_model)
 	for (i = 0; i < e->n; i++) {
 		struct path p;
 
-		ck_assert_int_eq(hash_route(t, &m, e->src_port, k.dip,
+		ck_assert_int_eq(ecmp_route(t, &m, e->src_port, k.dip,
 					    e->recs[i].sport, false, &p, err,
 					    sizeof(err)),
 				 0);
@@ -172,7 +172,7 @@ END_TEST
 START_TEST(test_iterate_and_restore)
 {
 	struct topo *t = tfab_new(3, 1, true);
-	struct hash_model m = {5};
+	struct ecmp_model m = {5};
 	struct catalog *a = catalog_new(t, &m), *b = catalog_new(t, NULL);
 	char err[TOPO_ERR_MAX];
 	uint32_t h, i;

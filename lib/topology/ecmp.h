@@ -1,5 +1,5 @@
 /*
- * hash.h: the switch ECMP hash model.
+ * ecmp.h: the switch ECMP model (per-switch hashing of flows onto paths).
  *
  * Stands in for the switches' hashing in simulation, and on fabrics whose
  * hash is known it fills the path catalog. Every switch hashes the RoCEv2
@@ -18,16 +18,16 @@
  * over the healthy members only. So a source port chosen for a healthy path
  * keeps that path when unrelated links fail.
  */
-#ifndef C4_HASH_H
-#define C4_HASH_H
+#ifndef C4_ECMP_H
+#define C4_ECMP_H
 
 #include "path.h"
 
-struct hash_model {
+struct ecmp_model {
 	uint64_t seed;
 };
 
-struct hash_flow {
+struct ecmp_flow {
 	uint32_t sip;
 	uint32_t dip;
 	uint16_t sport;
@@ -36,19 +36,19 @@ struct hash_flow {
 };
 
 /* Seed of one switch: kind 0 = leaf, 1 = spine. */
-uint64_t hash_switch_seed(const struct hash_model *m, unsigned kind,
+uint64_t ecmp_switch_seed(const struct ecmp_model *m, unsigned kind,
 			  uint32_t id);
 /* The hash of a 5-tuple at a switch with seed sw_seed. */
-uint64_t hash_flow(uint64_t sw_seed, const struct hash_flow *f);
+uint64_t ecmp_flow(uint64_t sw_seed, const struct ecmp_flow *f);
 
 /* Precomputed ECMP groups for one (source port, destination IP). */
-struct hash_spine_grp {
+struct ecmp_spine_grp {
 	uint64_t seed;
 	uint32_t first; /* into down[] */
 	uint32_t count;
 };
 
-struct hash_ctx {
+struct ecmp_ctx {
 	const struct topo *t;
 	uint32_t src_port;
 	uint32_t sip, dip;
@@ -57,7 +57,7 @@ struct hash_ctx {
 	uint32_t *up;	      /* uplink cables of the source leaf's group */
 	uint32_t *up_grp;     /* for each up[i]: index into grp[] */
 	uint32_t nup;
-	struct hash_spine_grp *grp;
+	struct ecmp_spine_grp *grp;
 	uint32_t ngrp;
 	uint32_t *down;	     /* downlink cables toward the destination */
 	uint32_t *down_port; /* for each down[i]: the receiving port */
@@ -69,27 +69,31 @@ struct hash_ctx {
  * Builds the groups for traffic leaving src_port toward dst_ip. Returns 0,
  * or -1 with a message (unknown port or IP, destination unreachable).
  */
-int hash_ctx_init(struct hash_ctx *c, const struct topo *t,
-		  const struct hash_model *m, uint32_t src_port,
+int ecmp_ctx_init(struct ecmp_ctx *c, const struct topo *t,
+		  const struct ecmp_model *m, uint32_t src_port,
 		  uint32_t dst_ip, char *err, size_t errlen);
-void hash_ctx_free(struct hash_ctx *c);
+/*
+ * Frees the groups of c and zeroes it (c itself is the caller's); the
+ * topology and model are not touched.
+ */
+void ecmp_ctx_free(struct ecmp_ctx *c);
 /*
  * The path taken by the flow with source port sport. With use_health the
  * current link/port health applies (see above); without it, the path of a
  * fully healthy fabric. Returns 0, or -1 when no healthy path exists.
  */
-int hash_ctx_route(const struct hash_ctx *c, uint16_t sport, bool use_health,
+int ecmp_ctx_route(const struct ecmp_ctx *c, uint16_t sport, bool use_health,
 		   struct path *out);
 /*
- * As hash_ctx_route, and *index gets a number < nup * ndown + 1 that is
+ * As ecmp_ctx_route, and *index gets a number < nup * ndown + 1 that is
  * unique to the path within this context (0 for the direct path).
  */
-int hash_ctx_route_ix(const struct hash_ctx *c, uint16_t sport, bool use_health,
+int ecmp_ctx_route_ix(const struct ecmp_ctx *c, uint16_t sport, bool use_health,
 		      struct path *out, uint32_t *index);
 
-/* One-shot form of hash_ctx_init + hash_ctx_route + hash_ctx_free. */
-int hash_route(const struct topo *t, const struct hash_model *m,
+/* One-shot form of ecmp_ctx_init + ecmp_ctx_route + ecmp_ctx_free. */
+int ecmp_route(const struct topo *t, const struct ecmp_model *m,
 	       uint32_t src_port, uint32_t dst_ip, uint16_t sport,
 	       bool use_health, struct path *out, char *err, size_t errlen);
 
-#endif /* C4_HASH_H */
+#endif /* C4_ECMP_H */

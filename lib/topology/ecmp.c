@@ -1,48 +1,34 @@
 /*
- * hash.c: the per-switch ECMP hash model and flow routing.
+ * ecmp.c: the per-switch ECMP hash model and flow routing.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
+#include "ecmp.h"
+#include "errbuf.h"
+#include "lib/common/mix.h" /* header only */
 #include "tmap.h"
 
 uint64_t
-hash_switch_seed(const struct hash_model *m, unsigned kind, uint32_t id)
+ecmp_switch_seed(const struct ecmp_model *m, unsigned kind, uint32_t id)
 {
-	return tmap_mix(m->seed ^ tmap_mix(((uint64_t)kind << 32 | id) +
-					   0x9e3779b97f4a7c15ULL));
+	return mix64(m->seed ^ mix64(((uint64_t)kind << 32 | id) +
+				     0x9e3779b97f4a7c15ULL));
 }
 
 uint64_t
-hash_flow(uint64_t sw_seed, const struct hash_flow *f)
+ecmp_flow(uint64_t sw_seed, const struct ecmp_flow *f)
 {
 	uint64_t a = (uint64_t)f->sip << 32 | f->dip;
 	uint64_t b =
 		(uint64_t)f->proto << 32 | (uint64_t)f->sport << 16 | f->dport;
 
-	return tmap_mix(sw_seed ^ tmap_mix(a ^ tmap_mix(b + sw_seed)));
-}
-
-static void hash_err(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-hash_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || len == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
+	return mix64(sw_seed ^ mix64(a ^ mix64(b + sw_seed)));
 }
 
 void
-hash_ctx_free(struct hash_ctx *c)
+ecmp_ctx_free(struct ecmp_ctx *c)
 {
 	free(c->up);
 	free(c->up_grp);
@@ -53,8 +39,8 @@ hash_ctx_free(struct hash_ctx *c)
 }
 
 int
-hash_ctx_init(struct hash_ctx *c, const struct topo *t,
-	      const struct hash_model *m, uint32_t src_port, uint32_t dst_ip,
+ecmp_ctx_init(struct ecmp_ctx *c, const struct topo *t,
+	      const struct ecmp_model *m, uint32_t src_port, uint32_t dst_ip,
 	      char *err, size_t errlen)
 {
 	const struct topo_leaf *sl;
@@ -63,12 +49,12 @@ hash_ctx_init(struct hash_ctx *c, const struct topo *t,
 
 	memset(c, 0, sizeof(*c));
 	if (!t->final || src_port >= t->nports) {
-		hash_err(err, errlen, "bad source port");
+		errbuf_set(err, errlen, "bad source port");
 		return -1;
 	}
 	dnic = topo_nic_by_ip(t, dst_ip);
 	if (dnic == TOPO_NONE) {
-		hash_err(err, errlen, "unknown destination IP");
+		errbuf_set(err, errlen, "unknown destination IP");
 		return -1;
 	}
 	for (i = 0; i < TOPO_SIDES; i++)
@@ -79,7 +65,7 @@ hash_ctx_init(struct hash_ctx *c, const struct topo *t,
 	c->sip = t->ports[src_port].ip;
 	c->dip = dst_ip;
 	sleaf = t->ports[src_port].leaf;
-	c->leaf_seed = hash_switch_seed(m, 0, sleaf);
+	c->leaf_seed = ecmp_switch_seed(m, 0, sleaf);
 	c->direct_port = TOPO_NONE;
 	for (i = 0; i < ndp; i++)
 		if (t->ports[dports[i]].leaf == sleaf)
@@ -95,7 +81,7 @@ hash_ctx_init(struct hash_ctx *c, const struct topo *t,
 		       sizeof(uint32_t));
 	if (c->up == NULL || c->up_grp == NULL || c->grp == NULL ||
 	    c->down == NULL || c->down_port == NULL) {
-		hash_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto fail;
 	}
 	/*
@@ -127,7 +113,7 @@ hash_ctx_init(struct hash_ctx *c, const struct topo *t,
 			nb++;
 		if (c->ndown == first)
 			continue;
-		c->grp[c->ngrp].seed = hash_switch_seed(m, 1, spine);
+		c->grp[c->ngrp].seed = ecmp_switch_seed(m, 1, spine);
 		c->grp[c->ngrp].first = first;
 		c->grp[c->ngrp].count = c->ndown - first;
 		for (j = 0; j < nb; j++) {
@@ -142,37 +128,38 @@ hash_ctx_init(struct hash_ctx *c, const struct topo *t,
 	if (c->direct_port != TOPO_NONE)
 		c->npaths = 1;
 	if (c->direct_port == TOPO_NONE && c->nup == 0) {
-		hash_err(err, errlen, "no spine reaches the destination leaf");
+		errbuf_set(err, errlen,
+			   "no spine reaches the destination leaf");
 		goto fail;
 	}
 	return 0;
 fail:
-	hash_ctx_free(c);
+	ecmp_ctx_free(c);
 	return -1;
 }
 
 static bool
-hash_down_ok(const struct hash_ctx *c, uint32_t i)
+ecmp_down_ok(const struct ecmp_ctx *c, uint32_t i)
 {
 	return c->t->links[c->down[i]].up && c->t->ports[c->down_port[i]].up;
 }
 
 static bool
-hash_grp_ok(const struct hash_ctx *c, uint32_t g)
+ecmp_grp_ok(const struct ecmp_ctx *c, uint32_t g)
 {
-	const struct hash_spine_grp *sg = &c->grp[g];
+	const struct ecmp_spine_grp *sg = &c->grp[g];
 	uint32_t i;
 
 	for (i = 0; i < sg->count; i++)
-		if (hash_down_ok(c, sg->first + i))
+		if (ecmp_down_ok(c, sg->first + i))
 			return true;
 	return false;
 }
 
 static bool
-hash_up_ok(const struct hash_ctx *c, uint32_t i)
+ecmp_up_ok(const struct ecmp_ctx *c, uint32_t i)
 {
-	return c->t->links[c->up[i]].up && hash_grp_ok(c, c->up_grp[i]);
+	return c->t->links[c->up[i]].up && ecmp_grp_ok(c, c->up_grp[i]);
 }
 
 /*
@@ -181,8 +168,8 @@ hash_up_ok(const struct hash_ctx *c, uint32_t i)
  * member index relative to base, or TOPO_NONE when none is healthy.
  */
 static uint32_t
-hash_pick(const struct hash_ctx *c, uint64_t h, uint32_t base, uint32_t n,
-	  bool use_health, bool (*ok)(const struct hash_ctx *, uint32_t))
+ecmp_pick(const struct ecmp_ctx *c, uint64_t h, uint32_t base, uint32_t n,
+	  bool use_health, bool (*ok)(const struct ecmp_ctx *, uint32_t))
 {
 	uint32_t k = (uint32_t)(h % n), i, healthy = 0;
 
@@ -203,21 +190,21 @@ hash_pick(const struct hash_ctx *c, uint64_t h, uint32_t base, uint32_t n,
 }
 
 int
-hash_ctx_route(const struct hash_ctx *c, uint16_t sport, bool use_health,
+ecmp_ctx_route(const struct ecmp_ctx *c, uint16_t sport, bool use_health,
 	       struct path *out)
 {
 	uint32_t ix;
 
-	return hash_ctx_route_ix(c, sport, use_health, out, &ix);
+	return ecmp_ctx_route_ix(c, sport, use_health, out, &ix);
 }
 
 int
-hash_ctx_route_ix(const struct hash_ctx *c, uint16_t sport, bool use_health,
+ecmp_ctx_route_ix(const struct ecmp_ctx *c, uint16_t sport, bool use_health,
 		  struct path *out, uint32_t *index)
 {
-	struct hash_flow f = {c->sip, c->dip, sport, HASH_ROCE_DPORT,
+	struct ecmp_flow f = {c->sip, c->dip, sport, HASH_ROCE_DPORT,
 			      HASH_PROTO_UDP};
-	const struct hash_spine_grp *g;
+	const struct ecmp_spine_grp *g;
 	uint32_t u, d;
 
 	if (use_health && !c->t->ports[c->src_port].up)
@@ -232,13 +219,13 @@ hash_ctx_route_ix(const struct hash_ctx *c, uint16_t sport, bool use_health,
 	}
 	if (c->nup == 0)
 		return -1;
-	u = hash_pick(c, hash_flow(c->leaf_seed, &f), 0, c->nup, use_health,
-		      hash_up_ok);
+	u = ecmp_pick(c, ecmp_flow(c->leaf_seed, &f), 0, c->nup, use_health,
+		      ecmp_up_ok);
 	if (u == TOPO_NONE)
 		return -1;
 	g = &c->grp[c->up_grp[u]];
-	d = hash_pick(c, hash_flow(g->seed, &f), g->first, g->count, use_health,
-		      hash_down_ok);
+	d = ecmp_pick(c, ecmp_flow(g->seed, &f), g->first, g->count, use_health,
+		      ecmp_down_ok);
 	if (d == TOPO_NONE)
 		return -1;
 	out->up = c->up[u];
@@ -249,18 +236,18 @@ hash_ctx_route_ix(const struct hash_ctx *c, uint16_t sport, bool use_health,
 }
 
 int
-hash_route(const struct topo *t, const struct hash_model *m, uint32_t src_port,
+ecmp_route(const struct topo *t, const struct ecmp_model *m, uint32_t src_port,
 	   uint32_t dst_ip, uint16_t sport, bool use_health, struct path *out,
 	   char *err, size_t errlen)
 {
-	struct hash_ctx c;
+	struct ecmp_ctx c;
 	int rc;
 
-	if (hash_ctx_init(&c, t, m, src_port, dst_ip, err, errlen) < 0)
+	if (ecmp_ctx_init(&c, t, m, src_port, dst_ip, err, errlen) < 0)
 		return -1;
-	rc = hash_ctx_route(&c, sport, use_health, out);
+	rc = ecmp_ctx_route(&c, sport, use_health, out);
 	if (rc < 0)
-		hash_err(err, errlen, "no healthy path");
-	hash_ctx_free(&c);
+		errbuf_set(err, errlen, "no healthy path");
+	ecmp_ctx_free(&c);
 	return rc;
 }

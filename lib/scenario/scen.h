@@ -1,5 +1,5 @@
 /*
- * c4scenario.h: synthetic bulk-synchronous training jobs with injected,
+ * scen.h: synthetic bulk-synchronous training jobs with injected,
  * labeled faults, producing the per-interval summaries that c4d-master
  * would build from its agents (struct c4m_input of c4matrix.h).
  *
@@ -20,8 +20,8 @@
  * The ground truth lives only in struct scen_fault; the summaries carry
  * nothing but what an agent could measure.
  */
-#ifndef C4SCENARIO_H
-#define C4SCENARIO_H
+#ifndef C4_SCEN_H
+#define C4_SCEN_H
 
 #include <stdint.h>
 
@@ -110,9 +110,23 @@ struct scen_params {
 
 struct scen;
 
+/* Fill *p with the defaults: 64 ranks, tp8-dp, 8 steps, the noise above. */
 void scen_params_default(struct scen_params *p);
+/*
+ * Build a job from *p (copied; the caller keeps p). Returns a job the
+ * caller frees with scen_free, or NULL on invalid parameters (rank count
+ * not a multiple of 8, too small for the layout) or without memory.
+ */
 struct scen *scen_new(const struct scen_params *p);
+/* Free a job and every array it handed out; NULL is fine. */
 void scen_free(struct scen *s);
+/*
+ * Inject a fault of kind starting at interval start, its culprit drawn
+ * from the job's seeded stream; slowdown (>= 1) applies to the slow kinds.
+ * The ground truth is copied to *out unless out is NULL. Returns 0, or -1
+ * when the kind is invalid, the job has no network connection, or
+ * SCEN_MAX_FAULTS are already injected.
+ */
 int scen_add_fault(struct scen *s, unsigned kind, double slowdown,
 		   uint32_t start, struct scen_fault *out);
 /*
@@ -121,29 +135,53 @@ int scen_add_fault(struct scen *s, unsigned kind, double slowdown,
  * 0, or -1 if there is no such fault or it is not a slow kind.
  */
 int scen_clear_fault(struct scen *s, unsigned i, uint32_t end);
+/*
+ * Register every communicator of the job with engine m (matrix_comm_add).
+ * Returns 0, or -1 without memory or when the engine refuses one; the job
+ * does not change.
+ */
 int scen_register(struct scen *s, struct matrix *m);
 /*
  * The job's communicators, for drivers that register them elsewhere (the
  * simulator that feeds real agents): i < scen_ncomms(); rank < nranks.
+ * scen_comm and scen_rank_loc return 0 with the outputs set, or -1 (and
+ * leave them alone) when i or rank is out of range.
  */
 uint32_t scen_ncomms(const struct scen *s);
 int scen_comm(const struct scen *s, uint32_t i, uint64_t *hash,
 	      uint32_t *nranks);
 int scen_rank_loc(const struct scen *s, uint32_t i, uint32_t rank,
 		  struct c4m_rank_loc *loc);
+/*
+ * Produce interval iv's summaries into *in; its arrays belong to s and
+ * stay valid until the next call or scen_free. Intervals must be produced
+ * in increasing order starting at 0. Returns 0.
+ */
 int scen_interval(struct scen *s, uint32_t iv, struct c4m_input *in);
+/* The number of hosts of the job (ranks / SCEN_GPUS_PER_HOST). */
 uint32_t scen_nhosts(const struct scen *s);
-size_t scen_nconns(const struct scen *s);
+/*
+ * Names of layouts and fault kinds (static strings; "unknown" when out of
+ * range), and their inverse: the index, or -1 for an unknown name.
+ */
 const char *scen_layout_name(unsigned layout);
 const char *scen_fault_name(unsigned kind);
 int scen_layout_parse(const char *name);
 int scen_fault_parse(const char *name);
 
-/* score.c */
+/*
+ * score.c: judging events against the ground truth; nothing is changed.
+ * score_expected_kind: the event kind that names a fault of kind base
+ * exactly, or -1. score_names: 1 when suspect s names the culprit of f.
+ * score_matches: 1 when event e, opened in interval iv, names f (active
+ * by iv, a kind of f's family, a suspect naming the culprit).
+ * score_top1: 1 when e has exactly the right kind and the culprit as its
+ * first suspect.
+ */
 int score_expected_kind(unsigned base);
 int score_names(const struct c4m_suspect *s, const struct scen_fault *f);
 int score_matches(const struct c4m_event *e, uint64_t iv,
 		  const struct scen_fault *f);
 int score_top1(const struct c4m_event *e, const struct scen_fault *f);
 
-#endif /* C4SCENARIO_H */
+#endif /* C4_SCEN_H */

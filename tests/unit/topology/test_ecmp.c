@@ -1,28 +1,28 @@
 /*
- * Unit tests for hash.c: determinism, seeds, bonded receive side,
+ * Unit tests for ecmp.c: determinism, seeds, bonded receive side,
  * resilient behaviour on failures.
  */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
+#include "ecmp.h"
 #include "tfab.h"
 
 START_TEST(test_deterministic_and_seeded)
 {
-	struct hash_flow f = {1, 2, 50000, HASH_ROCE_DPORT, HASH_PROTO_UDP};
-	struct hash_model m1 = {1}, m2 = {2};
-	uint64_t s1 = hash_switch_seed(&m1, 0, 3);
+	struct ecmp_flow f = {1, 2, 50000, HASH_ROCE_DPORT, HASH_PROTO_UDP};
+	struct ecmp_model m1 = {1}, m2 = {2};
+	uint64_t s1 = ecmp_switch_seed(&m1, 0, 3);
 
-	ck_assert_uint_eq(hash_flow(s1, &f), hash_flow(s1, &f));
-	ck_assert_uint_ne(s1, hash_switch_seed(&m2, 0, 3));
-	ck_assert_uint_ne(s1, hash_switch_seed(&m1, 1, 3));
-	ck_assert_uint_ne(s1, hash_switch_seed(&m1, 0, 4));
+	ck_assert_uint_eq(ecmp_flow(s1, &f), ecmp_flow(s1, &f));
+	ck_assert_uint_ne(s1, ecmp_switch_seed(&m2, 0, 3));
+	ck_assert_uint_ne(s1, ecmp_switch_seed(&m1, 1, 3));
+	ck_assert_uint_ne(s1, ecmp_switch_seed(&m1, 0, 4));
 	f.sport++;
 	ck_assert_uint_ne(
-		hash_flow(s1, &f),
-		hash_flow(s1, &(struct hash_flow){1, 2, 50000, HASH_ROCE_DPORT,
+		ecmp_flow(s1, &f),
+		ecmp_flow(s1, &(struct ecmp_flow){1, 2, 50000, HASH_ROCE_DPORT,
 						  HASH_PROTO_UDP}));
 }
 END_TEST
@@ -35,21 +35,21 @@ END_TEST
 START_TEST(test_bonded_receive_side_is_hashed)
 {
 	struct topo *t = tfab_new(4, 1, true);
-	struct hash_model m = {7};
-	struct hash_ctx c;
+	struct ecmp_model m = {7};
+	struct ecmp_ctx c;
 	struct path p;
 	char err[TOPO_ERR_MAX];
 	unsigned side[2] = {0, 0}, spine[4] = {0}, i;
 	uint32_t src = tfab_port(t, 0, 0, TOPO_LEFT), ix;
 
-	ck_assert_int_eq(hash_ctx_init(&c, t, &m, src, tfab_ip(2, 0, 0, true),
+	ck_assert_int_eq(ecmp_ctx_init(&c, t, &m, src, tfab_ip(2, 0, 0, true),
 				       err, sizeof(err)),
 			 0);
 	ck_assert_uint_eq(c.nup, 4);
 	ck_assert_uint_eq(c.ndown, 8);
 	ck_assert_uint_eq(c.npaths, 8);
 	for (i = 0; i < 4000; i++) {
-		ck_assert_int_eq(hash_ctx_route_ix(&c, (uint16_t)(49152 + i),
+		ck_assert_int_eq(ecmp_ctx_route_ix(&c, (uint16_t)(49152 + i),
 						   false, &p, &ix),
 				 0);
 		ck_assert_uint_lt(ix, c.nup * c.ndown + 1);
@@ -61,7 +61,7 @@ START_TEST(test_bonded_receive_side_is_hashed)
 	ck_assert_uint_gt(side[1], 1600);
 	for (i = 0; i < 4; i++)
 		ck_assert_uint_gt(spine[i], 700);
-	hash_ctx_free(&c);
+	ecmp_ctx_free(&c);
 	topo_free(t);
 }
 END_TEST
@@ -69,18 +69,18 @@ END_TEST
 START_TEST(test_direct_on_same_leaf)
 {
 	struct topo *t = tfab_new(2, 1, true);
-	struct hash_model m = {1};
+	struct ecmp_model m = {1};
 	struct path p;
 	char err[TOPO_ERR_MAX];
 
 	/* h1's bonded IP has its left port on leaf0, like h0's left port */
-	ck_assert_int_eq(hash_route(t, &m, tfab_port(t, 0, 0, TOPO_LEFT),
+	ck_assert_int_eq(ecmp_route(t, &m, tfab_port(t, 0, 0, TOPO_LEFT),
 				    tfab_ip(1, 0, 0, true), 50000, true, &p,
 				    err, sizeof(err)),
 			 0);
 	ck_assert_uint_eq(p.up, TOPO_NONE);
 	ck_assert_uint_eq(p.dst_port, tfab_port(t, 1, 0, TOPO_LEFT));
-	ck_assert_int_eq(hash_route(t, &m, tfab_port(t, 0, 0, TOPO_LEFT),
+	ck_assert_int_eq(ecmp_route(t, &m, tfab_port(t, 0, 0, TOPO_LEFT),
 				    0x01010101, 50000, true, &p, err,
 				    sizeof(err)),
 			 -1);
@@ -96,25 +96,25 @@ END_TEST
 START_TEST(test_resilient_on_failure)
 {
 	struct topo *t = tfab_new(4, 1, false);
-	struct hash_model m = {3};
-	struct hash_ctx c;
+	struct ecmp_model m = {3};
+	struct ecmp_ctx c;
 	struct path before[512], after;
 	char err[TOPO_ERR_MAX];
 	uint32_t src = tfab_port(t, 0, 1, TOPO_RIGHT), fail, i, moved = 0;
 
-	ck_assert_int_eq(hash_ctx_init(&c, t, &m, src, tfab_ip(3, 1, 1, false),
+	ck_assert_int_eq(ecmp_ctx_init(&c, t, &m, src, tfab_ip(3, 1, 1, false),
 				       err, sizeof(err)),
 			 0);
 	ck_assert_uint_eq(c.npaths, 4); /* unbonded: one receive leaf */
 	for (i = 0; i < 512; i++)
-		ck_assert_int_eq(hash_ctx_route(&c, (uint16_t)(49152 + i), true,
+		ck_assert_int_eq(ecmp_ctx_route(&c, (uint16_t)(49152 + i), true,
 						&before[i]),
 				 0);
 	fail = before[0].up;
 	topo_link_set_up(t, fail, false);
 	for (i = 0; i < 512; i++) {
 		ck_assert_int_eq(
-			hash_ctx_route(&c, (uint16_t)(49152 + i), true, &after),
+			ecmp_ctx_route(&c, (uint16_t)(49152 + i), true, &after),
 			0);
 		ck_assert(path_healthy(t, &after));
 		if (before[i].up != fail)
@@ -122,7 +122,7 @@ START_TEST(test_resilient_on_failure)
 		else
 			moved++;
 		/* without health the fabric-wide path is unchanged */
-		ck_assert_int_eq(hash_ctx_route(&c, (uint16_t)(49152 + i),
+		ck_assert_int_eq(ecmp_ctx_route(&c, (uint16_t)(49152 + i),
 						false, &after),
 				 0);
 		ck_assert(path_equal(&before[i], &after));
@@ -131,13 +131,13 @@ START_TEST(test_resilient_on_failure)
 	/* a downlink failure at the destination leaf also reroutes */
 	topo_link_set_up(t, fail, true);
 	topo_link_set_up(t, before[0].down, false);
-	ck_assert_int_eq(hash_ctx_route(&c, 49152, true, &after), 0);
+	ck_assert_int_eq(ecmp_ctx_route(&c, 49152, true, &after), 0);
 	ck_assert_uint_ne(after.down, before[0].down);
 	for (i = 0; i < t->nlinks; i++)
 		if (t->links[i].leaf == 1)
 			topo_link_set_up(t, i, false);
-	ck_assert_int_eq(hash_ctx_route(&c, 49152, true, &after), -1);
-	hash_ctx_free(&c);
+	ck_assert_int_eq(ecmp_ctx_route(&c, 49152, true, &after), -1);
+	ecmp_ctx_free(&c);
 	topo_free(t);
 }
 END_TEST
@@ -145,7 +145,7 @@ END_TEST
 int
 main(void)
 {
-	Suite *s = suite_create("hash");
+	Suite *s = suite_create("ecmp");
 	TCase *tc = tcase_create("core");
 	SRunner *sr;
 	int failed;

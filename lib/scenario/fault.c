@@ -1,0 +1,212 @@
+/*
+ * fault.c: the fault model: choosing culprits, which faults are active in
+ * an interval, and how far they slow a connection or a GPU, and freezing
+ * progress at a hang.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "scen_int.h"
+
+uint32_t
+fault_intermittent_mask(struct rng *r)
+{
+	uint32_t mask = 0, pos = 0, len;
+
+	while (pos < 32) {
+		len = 1 + rng_below(r, 3); /* on for 1..3 intervals */
+		while (len-- > 0 && pos < 32)
+			mask |= 1u << pos++;
+		pos += 1 + rng_below(r, 2); /* off for 1..2 */
+	}
+	return mask;
+}
+
+/* A random network connection, or NULL when the job has none. */
+const struct sconn *
+fault_pick_net_conn(struct scen *s)
+{
+	uint32_t tries;
+
+	for (tries = 0; tries < 1000000; tries++) {
+		const struct sconn *x =
+			&s->conns[rng_below(&s->rng, s->nconns)];
+
+		if (x->tr == C4M_TR_NET)
+			return x;
+	}
+	return NULL;
+}
+
+static int
+fault_active(const struct scen_fault *f, uint32_t iv)
+{
+	if (iv < f->start || (f->end != 0 && iv >= f->end))
+		return 0;
+	return (f->on_mask >> ((iv - f->start) % 32)) & 1;
+}
+
+/* Slowdown factor of connection x in this interval from active faults. */
+double
+fault_conn(const struct scen *s, const struct sconn *x, uint32_t iv)
+{
+	const struct sdev *a = &s->devs[x->sdev], *b = &s->devs[x->ddev];
+	double f = 1.0;
+	uint32_t i;
+
+	if (x->tr != C4M_TR_NET)
+		return 1.0;
+	for (i = 0; i < s->nfaults; i++) {
+		const struct scen_fault *t = &s->faults[i];
+
+		if (!fault_active(t, iv))
+			continue;
+		if (t->base == SCEN_F_SLOW_CONN && a->host == t->host &&
+		    a->gpu == t->gpu && b->host == t->peer_host &&
+		    b->gpu == t->peer_gpu)
+			f *= t->slowdown;
+		if (t->base == SCEN_F_SLOW_TX && a->host == t->host &&
+		    a->gpu == t->gpu)
+			f *= t->slowdown;
+		if (t->base == SCEN_F_SLOW_RX && b->host == t->host &&
+		    b->gpu == t->gpu)
+			f *= t->slowdown;
+	}
+	return f;
+}
+
+/* Compute slowdown of device dev in interval iv from active faults. */
+double
+fault_gpu(const struct scen *s, uint32_t dev, uint32_t iv)
+{
+	const struct sdev *d = &s->devs[dev];
+	double f = 1.0;
+	uint32_t i;
+
+	for (i = 0; i < s->nfaults; i++) {
+		const struct scen_fault *t = &s->faults[i];
+
+		if (t->base == SCEN_F_SLOW_GPU && fault_active(t, iv) &&
+		    d->host == t->host && d->gpu == t->gpu)
+			f *= t->slowdown;
+	}
+	return f;
+}
+
+/* 1 when a hang or node loss is active in interval iv. */
+static int
+fault_hang_at(const struct scen *s, uint32_t iv)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nfaults; i++) {
+		uint8_t b = s->faults[i].base;
+
+		if ((b == SCEN_F_COMM_HANG || b == SCEN_F_NONCOMM_HANG ||
+		     b == SCEN_F_NODE_LOST) &&
+		    iv >= s->faults[i].start)
+			return 1;
+	}
+	return 0;
+}
+
+static int
+fault_in_set(const struct scen *s, uint32_t dev, unsigned kind,
+	     const struct scen_fault *f)
+{
+	const struct sdev *d = &s->devs[dev];
+
+	if (kind == SCEN_F_NODE_LOST)
+		return d->host == f->host;
+	if (kind == SCEN_F_NONCOMM_HANG)
+		return d->host == f->host && d->gpu == f->gpu;
+	return 0;
+}
+
+/*
+ * Freeze progress at the first hang: the culprit set S (members of the
+ * stuck communicator, the idle rank, or the lost host's ranks) stops; every
+ * other rank blocks in the first of its communicators (in step order) that
+ * contains a member of S, and is idle elsewhere.
+ */
+static void
+fault_hang_freeze(struct scen *s, const struct scen_fault *f)
+{
+	uint32_t ci, r, i, j, xc = UINT32_MAX;
+	uint8_t *inS = calloc(s->ndevs, 1);
+
+	if (inS == NULL)
+		return;
+	for (ci = 0; ci < s->ncomms; ci++) {
+		if (f->base == SCEN_F_COMM_HANG && s->comms[ci].hash == f->comm)
+			xc = ci;
+	}
+	for (r = 0; r < s->ndevs; r++)
+		inS[r] = (uint8_t)fault_in_set(s, r, f->base, f);
+	if (xc != UINT32_MAX)
+		for (r = 0; r < s->comms[xc].nranks; r++)
+			inS[s->comms[xc].dev[r]] = 1;
+	for (ci = 0; ci < s->ncomms; ci++) {
+		struct scomm *c = &s->comms[ci];
+
+		c->intersect = 0;
+		for (r = 0; r < c->nranks; r++) {
+			struct sacc *a = &s->acc[c->acc + r];
+
+			a->done = c->done;
+			a->enter = c->done;
+			if (inS[c->dev[r]])
+				c->intersect = 1;
+		}
+	}
+	if (xc != UINT32_MAX)
+		for (r = 0; r < s->comms[xc].nranks; r++)
+			s->acc[s->comms[xc].acc + r].enter++;
+	for (r = 0; r < s->ndevs; r++) {
+		struct sdev *d = &s->devs[r];
+		uint32_t best = UINT32_MAX;
+
+		if (inS[r])
+			continue;
+		for (i = 0; i < d->ncomms; i++) {
+			const struct scomm *c = &s->comms[d->comms[i]];
+
+			if (c->intersect && (best == UINT32_MAX ||
+					     c->phase < s->comms[best].phase))
+				best = d->comms[i];
+		}
+		if (best == UINT32_MAX)
+			continue;
+		for (j = 0; j < s->comms[best].nranks; j++)
+			if (s->comms[best].dev[j] == r)
+				s->acc[s->comms[best].acc + j].enter++;
+	}
+	free(inS);
+}
+
+/*
+ * Start interval iv's faults: hosts lost by now go silent for good, and the
+ * first hang or node loss to start freezes progress (once per job).
+ * Returns 1 when a hang or node loss is active in iv, else 0. Draws
+ * nothing from the job's random stream.
+ */
+int
+fault_advance(struct scen *s, uint32_t iv)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nfaults; i++) {
+		const struct scen_fault *f = &s->faults[i];
+
+		if (f->base == SCEN_F_NODE_LOST && iv >= f->start)
+			s->lost[f->host] = 1;
+		if (!s->hung && iv >= f->start &&
+		    (f->base == SCEN_F_COMM_HANG ||
+		     f->base == SCEN_F_NONCOMM_HANG ||
+		     f->base == SCEN_F_NODE_LOST)) {
+			fault_hang_freeze(s, f);
+			s->hung = 1;
+		}
+	}
+	return fault_hang_at(s, iv);
+}
