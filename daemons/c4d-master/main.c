@@ -289,7 +289,6 @@ c4d_start(struct dmn *d)
 		     sizeof(cm->http_bound)) < 0)
 		return -1;
 	memset(&p, 0, sizeof(p));
-	p.interval_ms = c->detection.interval;
 	p.hang_intervals =
 		c4d_intervals(c->detection.hang_timeout, c->detection.interval);
 	p.node_intervals =
