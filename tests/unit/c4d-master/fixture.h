@@ -9,6 +9,7 @@
 
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ingest.h"
@@ -92,6 +93,25 @@ fx_record(void *arg, const C4__Event *ev)
 			 ? ev->suspects[0]->host
 			 : "");
 	s->n++;
+}
+
+/* Runs the n tests of one suite; the exit status of a test program. */
+static inline int
+fx_main(const char *name, const TTest *const *tests, size_t n)
+{
+	Suite *s = suite_create(name);
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int nf;
+
+	for (size_t i = 0; i < n; i++)
+		tcase_add_test(tc, tests[i]);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
 #endif

@@ -140,17 +140,7 @@ END_TEST
 int
 main(void)
 {
-	Suite *s = suite_create("events");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
+	const TTest *const tests[] = {test_events_lifecycle, test_events_adopt};
 
-	tcase_add_test(tc, test_events_lifecycle);
-	tcase_add_test(tc, test_events_adopt);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return fx_main("events", tests, sizeof(tests) / sizeof(tests[0]));
 }

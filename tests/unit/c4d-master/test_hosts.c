@@ -52,23 +52,24 @@ START_TEST(test_hosts_names)
 }
 END_TEST
 
+/* Windows here hold no records: their ncoll tells them apart. */
 static int
 take_interval(const struct hosts_window *w, void *arg)
 {
 	uint64_t *seen = arg;
 
-	*seen = w->interval_id;
+	*seen = w->ncoll;
 	return 0;
 }
 
-/* Queues a window of interval iv on h; returns whether one was dropped. */
+/* Queues a window marked iv on h; returns whether one was dropped. */
 static int
 queue(struct hosts_entry *h, uint64_t iv)
 {
 	int dropped;
 	struct hosts_window *w = hosts_slot(h, &dropped);
 
-	w->interval_id = iv;
+	w->ncoll = iv;
 	hosts_push(h);
 	return dropped;
 }
@@ -114,9 +115,7 @@ END_TEST
 
 START_TEST(test_hosts_lost)
 {
-	struct ingest_params p = {.interval_ms = 1000,
-				  .hang_intervals = 100,
-				  .node_intervals = 2};
+	struct ingest_params p = {.hang_intervals = 100, .node_intervals = 2};
 	struct fx_seen seen = {0};
 	struct ingest *g = ingest_new("job-7", &p, fx_record, &seen);
 	struct msg_err err = {0};
@@ -160,18 +159,8 @@ END_TEST
 int
 main(void)
 {
-	Suite *s = suite_create("hosts");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
+	const TTest *const tests[] = {test_hosts_names, test_hosts_queue,
+				      test_hosts_lost};
 
-	tcase_add_test(tc, test_hosts_names);
-	tcase_add_test(tc, test_hosts_queue);
-	tcase_add_test(tc, test_hosts_lost);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return fx_main("hosts", tests, sizeof(tests) / sizeof(tests[0]));
 }

@@ -163,18 +163,8 @@ END_TEST
 int
 main(void)
 {
-	Suite *s = suite_create("views");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
+	const TTest *const tests[] = {test_views_ranks, test_views_matrix,
+				      test_views_default};
 
-	tcase_add_test(tc, test_views_ranks);
-	tcase_add_test(tc, test_views_matrix);
-	tcase_add_test(tc, test_views_default);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return fx_main("views", tests, sizeof(tests) / sizeof(tests[0]));
 }
