@@ -212,18 +212,6 @@ ingest_get_stats(const struct ingest *g)
 	return &g->st;
 }
 
-uint64_t
-ingest_interval(const struct ingest *g)
-{
-	return g->tick;
-}
-
-uint32_t
-ingest_ranks_known(const struct ingest *g)
-{
-	return hosts_ranks_known(&g->hosts);
-}
-
 static void
 ingest_views_src(const struct ingest *g, struct views_src *s)
 {
@@ -232,6 +220,17 @@ ingest_views_src(const struct ingest *g, struct views_src *s)
 	s->events = &g->events;
 	s->last = g->last;
 	s->nlast = g->nlast;
+	s->interval = g->tick;
+}
+
+int
+ingest_reply_job(const struct ingest *g, uint32_t agents, uint32_t open_events,
+		 struct arena *a, C4__AdminReply *r)
+{
+	struct views_src s;
+
+	ingest_views_src(g, &s);
+	return views_job(&s, g->job, agents, open_events, a, r);
 }
 
 int

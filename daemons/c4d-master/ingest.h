@@ -116,11 +116,14 @@ int ingest_adopt(struct ingest *g, const C4__Event *ev);
 /* The pipeline's counters, owned by g and updated in place. */
 const struct ingest_stats *ingest_get_stats(const struct ingest *g);
 
-/* The number of the last interval analysed (0 before the first tick). */
-uint64_t ingest_interval(const struct ingest *g);
-
-/* Ranks of the job: GPUs known to run one (a rank in several comms once). */
-uint32_t ingest_ranks_known(const struct ingest *g);
+/*
+ * The job's summary for ADMIN_JOBS, with the agents and open events the
+ * caller counts; see views_job() (views.h).  Built in the arena, which the
+ * caller frees; job_id points into g.  Changes nothing in g.  Returns 0,
+ * or -1 without memory.
+ */
+int ingest_reply_job(const struct ingest *g, uint32_t agents,
+		     uint32_t open_events, struct arena *a, C4__AdminReply *r);
 
 /*
  * Admin views of communicator comm (0: the default); see views_ranks()

@@ -1,11 +1,35 @@
 /*
- * views.c - the operators' views of the pipeline: where each rank runs and
- * the delay matrix of the last interval.
+ * views.c - the operators' views of the pipeline: the job's summary, where
+ * each rank runs and the delay matrix of the last interval.
  */
 #include "views.h"
 
 #include <math.h>
 #include <stdlib.h>
+
+int
+views_job(const struct views_src *s, const char *job, uint32_t agents,
+	  uint32_t open_events, struct arena *a, C4__AdminReply *r)
+{
+	C4__JobInfo *j = arena_alloc(a, sizeof(*j));
+	C4__JobInfo **v = arena_alloc(a, sizeof(*v));
+
+	if (j == NULL || v == NULL)
+		return -1;
+	c4__job_info__init(j);
+	j->job_id = (char *)job;
+	j->has_agents = j->has_ranks = j->has_comms = 1;
+	j->has_last_interval = j->has_open_events = 1;
+	j->agents = agents;
+	j->ranks = hosts_ranks_known(s->hosts);
+	j->comms = (uint32_t)s->tele->ncomms;
+	j->last_interval = s->interval;
+	j->open_events = open_events;
+	v[0] = j;
+	r->jobs = v;
+	r->n_jobs = 1;
+	return 0;
+}
 
 /*
  * The communicator to show when none is named: the one the newest open

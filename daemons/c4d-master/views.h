@@ -1,6 +1,7 @@
 /*
- * views.h - what c4ctl shows of the detection pipeline (ADMIN_RANKS and
- * ADMIN_MATRIX): built from the pipeline's state, never changing it.
+ * views.h - what c4ctl shows of the detection pipeline (ADMIN_JOBS,
+ * ADMIN_RANKS and ADMIN_MATRIX): built from the pipeline's state, never
+ * changing it.
  *
  * The top layer: reads hosts.h, telemetry.h and events.h; nothing below
  * includes it.
@@ -25,7 +26,17 @@ struct views_src {
 	const struct events *events;
 	const struct c4m_conn *last; /* the last analysed interval's */
 	size_t nlast;
+	uint64_t interval; /* the last analysed */
 };
+
+/*
+ * Fills r->jobs with the one summary of job (ADMIN_JOBS): the agents and
+ * open events the caller counts, and the ranks (GPUs known to run one),
+ * communicators and last interval of the pipeline.  Allocates in a only;
+ * r->jobs[0]->job_id points to job.  Returns 0, or -1 without memory.
+ */
+int views_job(const struct views_src *s, const char *job, uint32_t agents,
+	      uint32_t open_events, struct arena *a, C4__AdminReply *r);
 
 /*
  * Fills r->ranks with where each registered rank of communicator comm runs

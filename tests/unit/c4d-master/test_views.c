@@ -1,8 +1,8 @@
 /*
- * test_views.c - c4ctl's views of a known state: the ranks of a
- * communicator and where they run, the delay matrix of the last interval
- * scored against its transport's median, and which communicator is shown
- * when none is named.
+ * test_views.c - c4ctl's views of a known state: the job's summary, the
+ * ranks of a communicator and where they run, the delay matrix of the last
+ * interval scored against its transport's median, and which communicator
+ * is shown when none is named.
  */
 #include <check.h>
 #include <math.h>
@@ -110,6 +110,25 @@ START_TEST(test_views_ranks)
 }
 END_TEST
 
+START_TEST(test_views_job)
+{
+	struct views_fx f;
+	C4__AdminReply r = C4__ADMIN_REPLY__INIT;
+
+	vfx_init(&f);
+	f.src.interval = 12;
+	ck_assert_int_eq(views_job(&f.src, "job-7", 3, 1, &f.a, &r), 0);
+	ck_assert_uint_eq(r.n_jobs, 1);
+	ck_assert_str_eq(r.jobs[0]->job_id, "job-7");
+	ck_assert_uint_eq(r.jobs[0]->agents, 3);
+	ck_assert_uint_eq(r.jobs[0]->open_events, 1);
+	ck_assert_uint_eq(r.jobs[0]->ranks, 3); /* node-0 GPU 0 counts once */
+	ck_assert_uint_eq(r.jobs[0]->comms, 2);
+	ck_assert_uint_eq(r.jobs[0]->last_interval, 12);
+	vfx_done(&f);
+}
+END_TEST
+
 START_TEST(test_views_matrix)
 {
 	struct views_fx f;
@@ -163,8 +182,8 @@ END_TEST
 int
 main(void)
 {
-	const TTest *const tests[] = {test_views_ranks, test_views_matrix,
-				      test_views_default};
+	const TTest *const tests[] = {test_views_job, test_views_ranks,
+				      test_views_matrix, test_views_default};
 
 	return fx_main("views", tests, sizeof(tests) / sizeof(tests[0]));
 }
