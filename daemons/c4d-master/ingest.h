@@ -14,6 +14,14 @@
  * anomaly again it continues under the old id (an update, not a second
  * open), and an adopted event the engine does not confirm within a grace
  * period is resolved.
+ *
+ * The pipeline is built in layers, each file with its own header:
+ * hosts.c (hosts, their queued windows and liveness) and telemetry.c
+ * (registrations and batches to engine records) at the bottom, events.c
+ * (the event lifecycle) above them, views.c (what c4ctl shows) on top;
+ * this file (ingest.c) ties them to the engine and runs the tick.  The
+ * definitions below are shared by all of them; this header includes none
+ * of theirs.
  */
 #ifndef C4D_INGEST_H
 #define C4D_INGEST_H
@@ -30,7 +38,6 @@
 #define INGEST_HOSTS_MAX    (1u << 20)
 
 struct ingest_params {
-	int64_t interval_ms;	 /* the analysis period */
 	unsigned hang_intervals; /* no completion for this long: a hang */
 	unsigned node_intervals; /* no data from a host: node lost */
 	unsigned persist_k;	 /* hot in k of the last n intervals */
@@ -63,26 +70,67 @@ typedef void (*ingest_publish_fn)(void *arg, const C4__Event *ev);
 
 struct ingest;
 
+/*
+ * Creates the pipeline of job (copied) with the parameters p (copied; a
+ * zero field keeps the engine's default).  Every event transition goes to
+ * publish(arg, ...), called from ingest_tick() only.  Returns NULL
+ * without memory.
+ */
 struct ingest *ingest_new(const char *job, const struct ingest_params *p,
 			  ingest_publish_fn publish, void *arg);
+
+/* Frees g and all it holds, publishing nothing; g may be NULL. */
 void ingest_free(struct ingest *g);
 
-/* A registration from an agent (ranks may arrive in parts). */
+/*
+ * A registration from an agent (ranks may arrive in parts); see
+ * tele_register() (telemetry.h).  Reads m only.  Returns 0, or -1 with err
+ * set for a registration to refuse (-1 with err untouched: no memory).
+ */
 int ingest_register(struct ingest *g, const C4__CommRegister *m,
 		    struct msg_err *err);
-/* A telemetry batch from the agent of host node. */
+
+/*
+ * Queues a telemetry batch from the agent of host node for the next
+ * ticks; see tele_batch() (telemetry.h).  Reads b only.  Returns 0, or -1
+ * with err set for a batch to refuse (-1 with err untouched: no memory).
+ */
 int ingest_telemetry(struct ingest *g, const char *node,
 		     const C4__TelemetryBatch *b, struct msg_err *err);
-/* Runs the analysis of one interval; now_ns is CLOCK_REALTIME. */
+
+/*
+ * Runs the analysis of one interval (now_ns is CLOCK_REALTIME): takes one
+ * queued window per host, runs the engine, publishes the event
+ * transitions and resolves adopted events not confirmed in time.  Returns
+ * 0, or -1 without memory (the interval is then not analysed).
+ */
 int ingest_tick(struct ingest *g, uint64_t now_ns);
-/* Continues an event that was open when the master last stopped. */
+
+/*
+ * Continues an event that was open when the master last stopped; see
+ * events_adopt() (events.h).  Reads ev only; publishes nothing.  Returns
+ * 0, or -1 for an event that cannot be continued.
+ */
 int ingest_adopt(struct ingest *g, const C4__Event *ev);
 
+/* The pipeline's counters, owned by g and updated in place. */
 const struct ingest_stats *ingest_get_stats(const struct ingest *g);
-uint64_t ingest_interval(const struct ingest *g);
-uint32_t ingest_ranks_known(const struct ingest *g);
 
-/* Admin views, built in the arena (freed by the caller with it). */
+/*
+ * The job's summary for ADMIN_JOBS, with the agents and open events the
+ * caller counts; see views_job() (views.h).  Built in the arena, which the
+ * caller frees; job_id points into g.  Changes nothing in g.  Returns 0,
+ * or -1 without memory.
+ */
+int ingest_reply_job(const struct ingest *g, uint32_t agents,
+		     uint32_t open_events, struct arena *a, C4__AdminReply *r);
+
+/*
+ * Admin views of communicator comm (0: the default); see views_ranks()
+ * and views_matrix() (views.h).  Built in the arena, which the caller
+ * frees; strings may point into g, valid until its next call.  Change
+ * nothing in g.  Return 0, or -1 without memory.
+ */
 int ingest_reply_ranks(const struct ingest *g, uint64_t comm, struct arena *a,
 		       C4__AdminReply *r);
 int ingest_reply_matrix(const struct ingest *g, uint64_t comm, struct arena *a,

@@ -75,32 +75,6 @@ c4d_on_close(struct srv_conn *c, void *arg)
 		c4d_main_stats(d)->agents--;
 }
 
-/* The job's summary for ADMIN_JOBS, built in the arena. */
-static int
-c4d_reply_jobs(struct dmn *d, struct arena *a, C4__AdminReply *r)
-{
-	struct c4d_main *cm = d->state;
-	const struct ingest_stats *is = ingest_get_stats(cm->ingest);
-	C4__JobInfo *j = arena_alloc(a, sizeof(*j));
-	C4__JobInfo **v = arena_alloc(a, sizeof(*v));
-
-	if (j == NULL || v == NULL)
-		return -1;
-	c4__job_info__init(j);
-	j->job_id = (char *)c4d_job_of(d->conf);
-	j->has_agents = j->has_ranks = j->has_comms = 1;
-	j->has_last_interval = j->has_open_events = 1;
-	j->agents = (uint32_t)c4d_main_stats(d)->agents;
-	j->ranks = ingest_ranks_known(cm->ingest);
-	j->comms = (uint32_t)is->comms;
-	j->last_interval = ingest_interval(cm->ingest);
-	j->open_events = (uint32_t)c4d_main_stats(d)->open;
-	v[0] = j;
-	r->jobs = v;
-	r->n_jobs = 1;
-	return 0;
-}
-
 /* Admin views: events (from memory), the job, its ranks, the matrix. */
 static int
 c4d_on_admin(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
@@ -125,7 +99,9 @@ c4d_on_admin(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 	r.daemon = (char *)"c4d-master";
 	switch (q->op) {
 	case C4__ADMIN_OP__ADMIN_JOBS:
-		rc = c4d_reply_jobs(d, &a, &r);
+		rc = ingest_reply_job(
+			cm->ingest, (uint32_t)c4d_main_stats(d)->agents,
+			(uint32_t)c4d_main_stats(d)->open, &a, &r);
 		break;
 	case C4__ADMIN_OP__ADMIN_RANKS:
 		rc = ingest_reply_ranks(cm->ingest, comm, &a, &r);
@@ -289,7 +265,6 @@ c4d_start(struct dmn *d)
 		     sizeof(cm->http_bound)) < 0)
 		return -1;
 	memset(&p, 0, sizeof(p));
-	p.interval_ms = c->detection.interval;
 	p.hang_intervals =
 		c4d_intervals(c->detection.hang_timeout, c->detection.interval);
 	p.node_intervals =

@@ -1,0 +1,114 @@
+/*
+ * hosts.h - the hosts of a job as the master knows them: their names,
+ * NICs and GPUs, the windows of telemetry each host's agent sent and the
+ * master has not analysed yet, and which hosts were heard in an interval
+ * (the detection engine declares a host lost when it goes unheard).
+ *
+ * The bottom layer of the pipeline: it knows nothing of communicators,
+ * events or views.  Host ids are indexes in the table and never change:
+ * a host, once known, stays for the life of the pipeline.
+ */
+#ifndef C4D_HOSTS_H
+#define C4D_HOSTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "c4matrix.h"
+#include "ingest.h"
+#include "u64map.h"
+
+#define HOSTS_HASH_INIT 1469598103934665603ull /* FNV-1a 64 offset basis */
+
+/* One host's interval of engine records, filled by telemetry.c. */
+struct hosts_window {
+	struct c4m_coll *coll;
+	size_t ncoll, ccoll;
+	struct c4m_conn *conn;
+	size_t nconn, cconn;
+	struct c4m_wait *wait;
+	size_t nwait, cwait;
+};
+
+struct hosts_entry {
+	char *name;
+	uint64_t gpus[4]; /* bit g: GPU g runs a rank (first 256 GPUs) */
+	char **nics;	  /* NIC names; a rank's nic is an index into these */
+	size_t nnics;
+	struct hosts_window q[INGEST_QUEUE_MAX];
+	unsigned head, nq;
+	int heard; /* a message since the last tick */
+};
+
+struct hosts {
+	struct hosts_entry *v;
+	size_t n, cap;
+	struct u64map map; /* name hash -> index (collisions probed) */
+};
+
+/*
+ * Folds n bytes at p into the FNV-1a 64 hash h and returns it; start from
+ * HOSTS_HASH_INIT.  Host names are keyed with it and events.c keys an
+ * anomaly by its hosts' names with it.  Reads p only.
+ */
+uint64_t hosts_hash(uint64_t h, const void *p, size_t n);
+
+/*
+ * Finds the host called name and stores its id in *id.  With create set,
+ * an unknown host is added (name is copied; the table owns the copy)
+ * unless the table holds INGEST_HOSTS_MAX hosts.  Returns the entry, valid
+ * until the next host is added, or NULL (unknown, or out of memory).
+ */
+struct hosts_entry *hosts_find(struct hosts *hs, const char *name, int create,
+			       uint32_t *id);
+
+/*
+ * Stores in *idx the index of NIC nic on host h ("-" when nic is NULL or
+ * empty), adding a copy of the name if it is new.  Returns 0, or -1 when
+ * the host has UINT16_MAX NICs or memory runs out (h keeps its NICs).
+ */
+int hosts_nic(struct hosts_entry *h, const char *nic, uint16_t *idx);
+
+/* Records that GPU gpu of h runs a rank; GPUs from 256 up are not kept. */
+void hosts_add_gpu(struct hosts_entry *h, uint16_t gpu);
+
+/* The name of host id, or "?" for an unknown id; owned by the table. */
+const char *hosts_name(const struct hosts *hs, uint32_t id);
+
+/* The name of NIC nic of host host, or "?"; owned by the table. */
+const char *hosts_nic_name(const struct hosts *hs, uint32_t host, uint16_t nic);
+
+/* GPUs known to run a rank, over all hosts (a GPU counts once). */
+uint32_t hosts_ranks_known(const struct hosts *hs);
+
+/*
+ * Marks h heard and returns the queue slot for its next window, emptied.
+ * A full queue first drops its oldest window (newer data matters more)
+ * and sets *dropped; otherwise *dropped is 0.  The window joins the queue
+ * only with hosts_push(); until then the slot is not counted.
+ */
+struct hosts_window *hosts_slot(struct hosts_entry *h, int *dropped);
+
+/* Appends the window hosts_slot() returned and the caller filled. */
+void hosts_push(struct hosts_entry *h);
+
+/* Empties a window and keeps its memory for the next fill. */
+void hosts_window_clear(struct hosts_window *w);
+
+/*
+ * Takes one interval from every host: calls take() with the oldest queued
+ * window of each host that has one (the window is dropped from the queue
+ * after the call; take must copy what it keeps) and lists in heard[0..
+ * *nheard) the ids of the hosts heard since the last collection.  A host
+ * with windows still queued counts as heard next time.  heard is grown
+ * with vec_reserve (the caller owns it).  Returns 0, or -1 when take fails
+ * or memory runs out (the remaining hosts are not visited).
+ */
+int hosts_collect(struct hosts *hs,
+		  int (*take)(const struct hosts_window *w, void *arg),
+		  void *arg, uint32_t **heard, size_t *cheard, size_t *nheard);
+
+/* Frees every host, its NICs and windows; hs may be reused empty. */
+void hosts_free(struct hosts *hs);
+
+#endif

@@ -1,0 +1,93 @@
+/*
+ * telemetry.h - what agents report, turned into the detection engine's
+ * input: communicator registrations become the engine's rank maps, and
+ * each telemetry batch becomes one window of engine records queued on its
+ * host (hosts.h).  One-way timings of 2-rank communicators go to the
+ * flight matcher (flight.h) and are folded into the connections of the
+ * interval being analysed.
+ *
+ * Sits on hosts.h; knows nothing of events or views.
+ */
+#ifndef C4D_TELEMETRY_H
+#define C4D_TELEMETRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "c4matrix.h"
+#include "flight.h"
+#include "hosts.h"
+#include "ingest.h"
+#include "msg.h"
+#include "u64map.h"
+
+/* A communicator as registered; map and known have nranks entries. */
+struct tele_comm {
+	uint64_t hash;
+	uint32_t nranks;
+	uint32_t nknown;
+	struct c4m_rank_loc *map;
+	uint8_t *known;
+	char *name;
+	int added;   /* handed to the engine */
+	int retired; /* destroyed by the job */
+};
+
+struct tele {
+	struct hosts *hosts;	 /* borrowed: hosts are added here */
+	struct matrix *m;	 /* borrowed: the engine */
+	struct ingest_stats *st; /* borrowed: counters kept here */
+	struct flight *fl;	 /* owned */
+	struct tele_comm *comms;
+	size_t ncomms, ccomms;
+	struct u64map comm_map;
+};
+
+/*
+ * Sets t up over the caller's hosts, engine and counters, which must
+ * outlive it, and creates its flight matcher.  Returns 0, or -1 without
+ * memory (then tele_free() is still safe).
+ */
+int tele_init(struct tele *t, struct hosts *hosts, struct matrix *m,
+	      struct ingest_stats *st);
+
+/*
+ * Applies one registration from an agent (ranks may arrive in parts):
+ * records each rank's host, GPU and NIC, and hands the communicator to the
+ * engine once all its ranks are known.  A destroyed communicator is
+ * retired from the engine, so its quiet ranks do not read as a hang.
+ * Reads m only.  Returns 0, or -1 with err set for a registration that
+ * contradicts an earlier one or that the engine refuses (-1 with err
+ * untouched: out of memory).
+ */
+int tele_register(struct tele *t, const C4__CommRegister *m,
+		  struct msg_err *err);
+
+/*
+ * Queues the batch b from the agent of host node (b->host, when set,
+ * names the host instead) as one window of engine records on that host;
+ * the oldest window goes when the host's queue is full.  Timings go to the
+ * flight matcher.  Reads b only.  Returns 0, or -1 with err set for a
+ * batch without a host name (-1 with err untouched: out of memory).
+ */
+int tele_batch(struct tele *t, const char *node, const C4__TelemetryBatch *b,
+	       struct msg_err *err);
+
+/*
+ * Folds into the transfer times of conn[0..n), the job's connections of
+ * the interval about to be analysed, the path queueing both ends' timings
+ * show, for 2-rank communicators (those timings are then consumed).
+ * Updates the flight counters; changes nothing else.
+ */
+void tele_add_flights(struct tele *t, struct c4m_conn *conn, size_t n);
+
+/* The communicator with that hash, or NULL; valid until the next one. */
+const struct tele_comm *tele_comm_find(const struct tele *t, uint64_t hash);
+
+/* Communicators with ranks not yet registered. */
+uint64_t tele_comms_incomplete(const struct tele *t);
+
+/* Frees the communicators and the flight matcher, not what is borrowed. */
+void tele_free(struct tele *t);
+
+#endif
