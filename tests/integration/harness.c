@@ -164,32 +164,80 @@ th_parse_listen(struct th_daemon *d, const char *msg)
 	}
 }
 
+/* The exit status of a waitpid() status, or -1 for a death by signal. */
+static int
+th_exit_status(int status)
+{
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
+ * The one place that reaps a daemon: with block set it waits for the end,
+ * otherwise it only looks.  Once the daemon is reaped its status is kept
+ * in d and d->pid becomes -1, so nothing signals or waits for a pid that
+ * may since belong to another process.  Returns 1 if it has ended (or
+ * never started), 0 if it still runs.
+ */
+static int
+th_collect(struct th_daemon *d, int block)
+{
+	pid_t w;
+	int status;
+
+	if (d->pid <= 0)
+		return 1;
+	do
+		w = waitpid(d->pid, &status, block ? 0 : WNOHANG);
+	while (w < 0 && errno == EINTR);
+	if (w == 0)
+		return 0;
+	d->status = w == d->pid ? th_exit_status(status) : -1;
+	d->ended = 1;
+	d->pid = -1;
+	return 1;
+}
+
+/*
+ * Reads the notify datagrams queued on d (waiting at most ms for the
+ * first); 1 once one holds READY=1, whose C4_LISTEN= it parses.
+ */
+static int
+th_take_ready(struct th_daemon *d, int ms)
+{
+	struct pollfd pfd = {d->notify_fd, POLLIN, 0};
+	char msg[4096];
+	ssize_t n;
+
+	if (poll(&pfd, 1, ms) <= 0)
+		return 0;
+	while ((n = recv(d->notify_fd, msg, sizeof(msg) - 1, MSG_DONTWAIT)) >
+	       0) {
+		msg[n] = '\0';
+		if (strstr(msg, "READY=1") != NULL) {
+			th_parse_listen(d, msg);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int
 th_wait_ready(struct th_daemon *d)
 {
 	long deadline = th_now_ms() + TH_READY_TIMEOUT_MS;
 
 	while (th_now_ms() < deadline) {
-		struct pollfd pfd = {d->notify_fd, POLLIN, 0};
-		char msg[4096];
-		ssize_t n;
-
-		if (poll(&pfd, 1, 100) <= 0) {
-			if (!th_alive(d)) {
-				fprintf(stderr, "%s exited before READY=1\n",
-					d->name);
-				th_dump_log(d);
-				return -1;
-			}
-			continue;
-		}
-		n = recv(d->notify_fd, msg, sizeof(msg) - 1, 0);
-		if (n <= 0)
-			continue;
-		msg[n] = '\0';
-		if (strstr(msg, "READY=1") != NULL) {
-			th_parse_listen(d, msg);
+		if (th_take_ready(d, 100))
 			return 0;
+		if (th_collect(d, 0)) {
+			/* A READY=1 sent just before the exit is queued. */
+			if (th_take_ready(d, 0))
+				return 0;
+			fprintf(stderr,
+				"%s exited before READY=1 (exit status %d)\n",
+				d->name, d->status);
+			th_dump_log(d);
+			return -1;
 		}
 	}
 	fprintf(stderr, "%s: no READY=1 within %d ms\n", d->name,
@@ -198,15 +246,19 @@ th_wait_ready(struct th_daemon *d)
 	return -1;
 }
 
-int
-th_start(struct th_daemon *d, const char *name, const char *config)
+/* Writes config into a new directory and starts bin there (see th_start). */
+static int
+th_launch(struct th_daemon *d, const char *name, const char *relpath,
+	  const char *config)
 {
 	struct sockaddr_un sun;
-	char tmpl[] = "/tmp/c4-test-XXXXXX", rel[128], notify[96];
+	char tmpl[] = "/tmp/c4-test-XXXXXX", notify[96];
 	const char *bin;
 
 	memset(d, 0, sizeof(*d));
 	d->pid = -1;
+	d->notify_fd = -1;
+	d->status = -1;
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	if (mkdtemp(tmpl) == NULL)
 		return -1;
@@ -223,8 +275,7 @@ th_start(struct th_daemon *d, const char *name, const char *config)
 	if (d->notify_fd < 0 ||
 	    bind(d->notify_fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
 		return -1;
-	snprintf(rel, sizeof(rel), "daemons/%s/%s", name, name);
-	bin = th_bin(rel);
+	bin = th_bin(relpath);
 	{
 		char *argv[] = {(char *)bin, (char *)"-d", (char *)"-f",
 				d->conf, NULL};
@@ -234,6 +285,22 @@ th_start(struct th_daemon *d, const char *name, const char *config)
 	if (d->pid < 0)
 		return -1;
 	return th_wait_ready(d);
+}
+
+int
+th_start(struct th_daemon *d, const char *name, const char *config)
+{
+	char rel[128];
+
+	snprintf(rel, sizeof(rel), "daemons/%s/%s", name, name);
+	return th_launch(d, name, rel, config);
+}
+
+int
+th_start_program(struct th_daemon *d, const char *name, const char *relpath,
+		 const char *config)
+{
+	return th_launch(d, name, relpath, config);
 }
 
 pid_t
@@ -262,11 +329,18 @@ int
 th_reap(pid_t pid, long ms)
 {
 	long deadline = th_now_ms() + ms;
+	pid_t w;
 	int status;
 
-	while (th_now_ms() < deadline) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	for (;;) {
+		w = waitpid(pid, &status, WNOHANG);
+		if (w == pid)
+			return th_exit_status(status);
+		/* Not (or no longer) our child: nothing of ours to kill. */
+		if (w < 0 && errno != EINTR)
+			return -1;
+		if (th_now_ms() >= deadline)
+			break;
 		usleep(20000);
 	}
 	kill(pid, SIGKILL);
@@ -277,24 +351,28 @@ th_reap(pid_t pid, long ms)
 int
 th_alive(struct th_daemon *d)
 {
-	int status;
+	return !th_collect(d, 0);
+}
 
-	if (d->pid <= 0)
-		return 0;
-	return waitpid(d->pid, &status, WNOHANG) == 0;
+/* Closes what th_start opened, once the process is reaped. */
+static void
+th_close(struct th_daemon *d)
+{
+	if (d->notify_fd >= 0)
+		close(d->notify_fd);
+	d->notify_fd = -1;
 }
 
 int
 th_kill(struct th_daemon *d)
 {
-	int status;
-
-	if (d->pid <= 0)
+	if (!d->ended && d->pid <= 0)
 		return -1;
-	kill(d->pid, SIGKILL);
-	waitpid(d->pid, &status, 0);
-	d->pid = -1;
-	close(d->notify_fd);
+	/* Unreaped, the pid is still ours even if the process has ended. */
+	if (d->pid > 0)
+		kill(d->pid, SIGKILL);
+	th_collect(d, 1);
+	th_close(d);
 	return 0;
 }
 
@@ -302,32 +380,25 @@ int
 th_stop(struct th_daemon *d)
 {
 	long deadline = th_now_ms() + TH_STOP_TIMEOUT_MS;
-	int status, rc = -1;
 
-	if (d->pid <= 0)
+	if (!d->ended && d->pid <= 0)
 		return -1;
-	kill(d->pid, SIGTERM);
-	while (th_now_ms() < deadline) {
-		pid_t w = waitpid(d->pid, &status, WNOHANG);
-
-		if (w == d->pid) {
-			rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-			if (rc != 0)
-				th_dump_log(d);
-			d->pid = -1;
-			break;
-		}
+	if (d->pid > 0)
+		kill(d->pid, SIGTERM);
+	while (!th_collect(d, 0) && th_now_ms() < deadline)
 		usleep(10000);
-	}
-	if (d->pid > 0) {
+	if (!d->ended) {
 		fprintf(stderr, "%s did not stop; killing\n", d->name);
 		kill(d->pid, SIGKILL);
-		waitpid(d->pid, &status, 0);
+		th_collect(d, 1);
 		th_dump_log(d);
-		d->pid = -1;
+		th_close(d);
+		return -1;
 	}
-	close(d->notify_fd);
-	return rc;
+	if (d->status != 0)
+		th_dump_log(d);
+	th_close(d);
+	return d->status;
 }
 
 int

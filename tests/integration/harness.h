@@ -6,6 +6,13 @@
  * addresses come over a real NOTIFY_SOCKET (sd_notify READY=1 and
  * C4_LISTEN=).  The daemon dies with the test process (PR_SET_PDEATHSIG),
  * and th_stop() sends SIGTERM and requires a clean exit within a bound.
+ *
+ * A daemon is reaped exactly once, by whichever call first sees it end
+ * (th_wait_ready, th_alive, th_stop or th_kill); its exit status is kept
+ * and later calls report it without signalling or waiting again, so a
+ * daemon that exits by itself gives the same answers whatever the timing.
+ * The time bounds only end a hung run: they are far above what a loaded
+ * machine under a sanitizer needs, and no result depends on them.
  */
 #ifndef C4_TEST_HARNESS_H
 #define C4_TEST_HARNESS_H
@@ -14,11 +21,13 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define TH_READY_TIMEOUT_MS 20000
-#define TH_STOP_TIMEOUT_MS  20000
+#define TH_READY_TIMEOUT_MS 60000
+#define TH_STOP_TIMEOUT_MS  60000
 
 struct th_daemon {
-	pid_t pid;
+	pid_t pid;  /* -1 once reaped (or never started) */
+	int ended;  /* reaped: status holds how it ended */
+	int status; /* its exit status, or -1 for a death by signal */
 	int notify_fd;
 	char name[64];
 	char dir[64]; /* /tmp/c4-test-XXXXXX */
@@ -30,7 +39,7 @@ struct th_daemon {
 };
 
 #define TH_CTL_ARGS_MAX	  10
-#define TH_CTL_TIMEOUT_MS 10000
+#define TH_CTL_TIMEOUT_MS 30000
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 long th_now_ms(void);
@@ -56,20 +65,40 @@ const char *th_data(const char *relpath);
  */
 int th_start(struct th_daemon *d, const char *name, const char *config);
 /*
+ * As th_start, for the program at relpath of the build tree (a stand-in
+ * daemon of the tests); name names its files and messages.
+ */
+int th_start_program(struct th_daemon *d, const char *name, const char *relpath,
+		     const char *config);
+/*
  * Starts argv[0] with argv, stdout and stderr in log, dying with the test
  * (PR_SET_PDEATHSIG); with notify set, NOTIFY_SOCKET is that path.
  * Returns the pid, or -1.
  */
 pid_t th_spawn(char *const argv[], const char *log, const char *notify);
-/* Waits at most ms for pid (then kills it); its exit status, or -1. */
+/*
+ * Waits at most ms for pid, a child not yet reaped (then kills it); its
+ * exit status, or -1 (at once if pid is not a child of ours).
+ */
 int th_reap(pid_t pid, long ms);
-/* Waits for the next READY=1 (after a SIGHUP reload). */
+/*
+ * Waits for the next READY=1 (after a SIGHUP reload); 0, or -1 if the
+ * daemon ended first (its exit status kept in d) or none came in time.
+ */
 int th_wait_ready(struct th_daemon *d);
-/* SIGTERM; returns the exit status, or -1 if it had to be killed. */
+/*
+ * SIGTERM (unless it has already ended) and reap; returns the exit
+ * status, or -1 if it died by a signal, had to be killed or never started.
+ * A daemon that exited by itself is not signalled: its kept status is
+ * returned.
+ */
 int th_stop(struct th_daemon *d);
-/* SIGKILL (a crash, for tests of recovery) and reap; 0 or -1. */
+/*
+ * SIGKILL (a crash, for tests of recovery) and reap; 0, or -1 if it never
+ * started.  A daemon that already ended is only reaped.
+ */
 int th_kill(struct th_daemon *d);
-/* Is the process still running? */
+/* Is the process still running?  Reaps it (keeping its status) if not. */
 int th_alive(struct th_daemon *d);
 /* Does its log contain s? */
 int th_log_has(const struct th_daemon *d, const char *s);
