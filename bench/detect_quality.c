@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "scen.h"
 
 #define EPISODE_INTERVALS 20
@@ -99,8 +99,8 @@ episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
 	unsigned nf, int type, int slow_idx, uint32_t nranks, struct score *sc)
 {
 	struct fstate fs[SCEN_MAX_FAULTS];
-	struct c4m_input in;
-	const struct c4m_event *ev;
+	struct matrix_input in;
+	const struct matrix_event *ev;
 	size_t nev, k;
 	unsigned i, nevents = 0, ntrue = 0;
 	uint32_t iv;
@@ -113,7 +113,7 @@ episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
 		for (k = 0; k < nev; k++) {
 			int hit = 0;
 
-			if (ev[k].state != C4M_ST_OPEN)
+			if (ev[k].state != MATRIX_ST_OPEN)
 				continue;
 			nevents++;
 			for (i = 0; i < nf; i++) {
@@ -182,7 +182,7 @@ episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
 		} else {
 			sc->hang_faults++;
 			if (fs[i].detected &&
-			    fs[i].lat <= C4M_DEF_HANG_TIMEOUT + 1)
+			    fs[i].lat <= MATRIX_DEF_HANG_TIMEOUT + 1)
 				sc->hang_in_time++;
 		}
 		if (!fs[i].detected) {

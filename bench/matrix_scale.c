@@ -20,7 +20,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "scen.h"
 
 #define SCALE_INTERVALS 10
@@ -49,8 +49,8 @@ run(uint32_t nranks)
 	struct scen_params sp;
 	struct scen *s;
 	struct matrix *m;
-	struct c4m_input in;
-	const struct c4m_event *ev;
+	struct matrix_input in;
+	const struct matrix_event *ev;
 	size_t nev, peak, nconn = 0, nopen = 0, nfalse = 0, k;
 	double t[SCALE_INTERVALS], t0, med, mx, mn;
 	struct scen_fault f;
@@ -79,7 +79,7 @@ run(uint32_t nranks)
 		if (iv >= SCALE_INTERVALS - SCALE_TIMED)
 			t[ntimed++] = now_ms() - t0;
 		for (k = 0; k < nev; k++) {
-			if (ev[k].state != C4M_ST_OPEN)
+			if (ev[k].state != MATRIX_ST_OPEN)
 				continue;
 			nopen++;
 			nfalse += !score_matches(&ev[k], iv, &f);

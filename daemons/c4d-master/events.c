@@ -53,13 +53,13 @@ events_adopted(struct events *evs, uint64_t skey)
  * GPU and port.
  */
 static uint64_t
-events_stable_key(const struct events *evs, const struct c4m_event *e)
+events_stable_key(const struct events *evs, const struct matrix_event *e)
 {
 	uint64_t h = HOSTS_HASH_INIT;
 
 	h = hosts_hash(h, &e->kind, sizeof(e->kind));
 	for (unsigned i = 0; i < e->nsuspects; i++) {
-		const struct c4m_suspect *s = &e->suspects[i];
+		const struct matrix_suspect *s = &e->suspects[i];
 		const char *host = hosts_name(evs->hosts, s->host);
 		const char *nic = hosts_nic_name(evs->hosts, s->host, s->nic);
 		const char *phost = hosts_name(evs->hosts, s->peer_host);
@@ -103,32 +103,33 @@ events_add(struct events *evs, uint64_t cid)
 static C4__EventKind
 events_kind(unsigned k)
 {
-	static const C4__EventKind map[C4M_EV_COUNT] = {
-		[C4M_EV_COMM_SLOW_LINK] = C4__EVENT_KIND__EVENT_COMM_SLOW_CONN,
-		[C4M_EV_COMM_SLOW_TX] = C4__EVENT_KIND__EVENT_COMM_SLOW_TX,
-		[C4M_EV_COMM_SLOW_RX] = C4__EVENT_KIND__EVENT_COMM_SLOW_RX,
-		[C4M_EV_COMM_SLOW_AMBIG] =
+	static const C4__EventKind map[MATRIX_EV_COUNT] = {
+		[MATRIX_EV_COMM_SLOW_LINK] =
+			C4__EVENT_KIND__EVENT_COMM_SLOW_CONN,
+		[MATRIX_EV_COMM_SLOW_TX] = C4__EVENT_KIND__EVENT_COMM_SLOW_TX,
+		[MATRIX_EV_COMM_SLOW_RX] = C4__EVENT_KIND__EVENT_COMM_SLOW_RX,
+		[MATRIX_EV_COMM_SLOW_AMBIG] =
 			C4__EVENT_KIND__EVENT_COMM_SLOW_AMBIGUOUS,
-		[C4M_EV_NONCOMM_SLOW] = C4__EVENT_KIND__EVENT_NONCOMM_SLOW,
-		[C4M_EV_COMM_HANG] = C4__EVENT_KIND__EVENT_COMM_HANG,
-		[C4M_EV_NONCOMM_HANG] = C4__EVENT_KIND__EVENT_NONCOMM_HANG,
-		[C4M_EV_NODE_LOST] = C4__EVENT_KIND__EVENT_NODE_LOST,
+		[MATRIX_EV_NONCOMM_SLOW] = C4__EVENT_KIND__EVENT_NONCOMM_SLOW,
+		[MATRIX_EV_COMM_HANG] = C4__EVENT_KIND__EVENT_COMM_HANG,
+		[MATRIX_EV_NONCOMM_HANG] = C4__EVENT_KIND__EVENT_NONCOMM_HANG,
+		[MATRIX_EV_NODE_LOST] = C4__EVENT_KIND__EVENT_NODE_LOST,
 	};
 
-	return k < C4M_EV_COUNT ? map[k] : C4__EVENT_KIND__EVENT_UNSPECIFIED;
+	return k < MATRIX_EV_COUNT ? map[k] : C4__EVENT_KIND__EVENT_UNSPECIFIED;
 }
 
 static C4__SuspectRole
 events_role(unsigned r)
 {
 	switch (r) {
-	case C4M_ROLE_TX:
+	case MATRIX_ROLE_TX:
 		return C4__SUSPECT_ROLE__SUSPECT_TX;
-	case C4M_ROLE_RX:
+	case MATRIX_ROLE_RX:
 		return C4__SUSPECT_ROLE__SUSPECT_RX;
-	case C4M_ROLE_LINK:
+	case MATRIX_ROLE_LINK:
 		return C4__SUSPECT_ROLE__SUSPECT_LINK;
-	case C4M_ROLE_HOST:
+	case MATRIX_ROLE_HOST:
 		return C4__SUSPECT_ROLE__SUSPECT_HOST;
 	default:
 		return C4__SUSPECT_ROLE__SUSPECT_RANK;
@@ -137,24 +138,25 @@ events_role(unsigned r)
 
 /* One sentence an operator reads first. */
 static char *
-events_summary(struct events *evs, const struct c4m_event *e, struct arena *a)
+events_summary(struct events *evs, const struct matrix_event *e,
+	       struct arena *a)
 {
-	const struct c4m_suspect *s = e->nsuspects ? &e->suspects[0] : NULL;
+	const struct matrix_suspect *s = e->nsuspects ? &e->suspects[0] : NULL;
 	const char *host = s ? hosts_name(evs->hosts, s->host) : "?";
 	const char *nic = s ? hosts_nic_name(evs->hosts, s->host, s->nic) : "?";
 
-	int rx = e->kind == C4M_EV_COMM_SLOW_RX;
+	int rx = e->kind == MATRIX_EV_COMM_SLOW_RX;
 
 	switch (e->kind) {
-	case C4M_EV_COMM_SLOW_RX:
-	case C4M_EV_COMM_SLOW_TX:
+	case MATRIX_EV_COMM_SLOW_RX:
+	case MATRIX_EV_COMM_SLOW_TX:
 		return arena_printf(a,
 				    "%s side of %s %s port %u is slow "
 				    "(%.2fx): transfers %s rank %u",
 				    rx ? "receive" : "transmit", host, nic,
 				    s ? s->port : 0, e->slowdown,
 				    rx ? "into" : "from", s ? s->rank : 0);
-	case C4M_EV_COMM_SLOW_LINK:
+	case MATRIX_EV_COMM_SLOW_LINK:
 		return arena_printf(
 			a, "connection %s %s -> %s %s is slow (%.2fx)", host,
 			nic, s ? hosts_name(evs->hosts, s->peer_host) : "?",
@@ -162,33 +164,33 @@ events_summary(struct events *evs, const struct c4m_event *e, struct arena *a)
 					   s->peer_nic)
 			  : "?",
 			e->slowdown);
-	case C4M_EV_COMM_SLOW_AMBIG:
+	case MATRIX_EV_COMM_SLOW_AMBIG:
 		return arena_printf(
 			a,
 			"transfers from %s %s are slow (%.2fx); the "
 			"traffic pattern cannot tell its transmit "
 			"side, the link and the receiver apart",
 			host, nic, e->slowdown);
-	case C4M_EV_NONCOMM_SLOW:
+	case MATRIX_EV_NONCOMM_SLOW:
 		return arena_printf(
 			a,
 			"rank %u on %s GPU %u is late to its "
 			"collectives (%.2fx): compute or input, not "
 			"the network",
 			s ? s->rank : 0, host, s ? s->gpu : 0, e->slowdown);
-	case C4M_EV_COMM_HANG:
+	case MATRIX_EV_COMM_HANG:
 		return arena_printf(a,
 				    "communication hang at op %" PRIu64
 				    ": connection from rank %u (%s) stopped "
 				    "moving data",
 				    e->hang_seq, s ? s->rank : 0, host);
-	case C4M_EV_NONCOMM_HANG:
+	case MATRIX_EV_NONCOMM_HANG:
 		return arena_printf(a,
 				    "hang at op %" PRIu64
 				    ": rank %u on %s GPU %u never entered it",
 				    e->hang_seq, s ? s->rank : 0, host,
 				    s ? s->gpu : 0);
-	case C4M_EV_NODE_LOST:
+	case MATRIX_EV_NODE_LOST:
 		return arena_printf(a, "no data from host %s", host);
 	default:
 		return arena_printf(a, "anomaly of kind %u", e->kind);
@@ -196,15 +198,15 @@ events_summary(struct events *evs, const struct c4m_event *e, struct arena *a)
 }
 
 static char *
-events_action(struct events *evs, const struct c4m_event *e, struct arena *a)
+events_action(struct events *evs, const struct matrix_event *e, struct arena *a)
 {
-	const struct c4m_suspect *s = e->nsuspects ? &e->suspects[0] : NULL;
+	const struct matrix_suspect *s = e->nsuspects ? &e->suspects[0] : NULL;
 
 	switch (e->action) {
-	case C4M_ACT_ISOLATE_HOST:
+	case MATRIX_ACT_ISOLATE_HOST:
 		return arena_printf(a, "isolate host %s",
 				    hosts_name(evs->hosts, e->isolate_host));
-	case C4M_ACT_CHECK_LINK:
+	case MATRIX_ACT_CHECK_LINK:
 		return arena_printf(
 			a, "check the path %s %s -> %s %s",
 			s ? hosts_name(evs->hosts, s->host) : "?",
@@ -213,7 +215,7 @@ events_action(struct events *evs, const struct c4m_event *e, struct arena *a)
 			s ? hosts_nic_name(evs->hosts, s->peer_host,
 					   s->peer_nic)
 			  : "?");
-	case C4M_ACT_INVESTIGATE:
+	case MATRIX_ACT_INVESTIGATE:
 		return arena_printf(a, "investigate the suspects");
 	default:
 		return NULL;
@@ -222,7 +224,7 @@ events_action(struct events *evs, const struct c4m_event *e, struct arena *a)
 
 /* Builds and publishes the c4.Event for one engine event. */
 static void
-events_publish(struct events *evs, const struct c4m_event *e,
+events_publish(struct events *evs, const struct matrix_event *e,
 	       struct events_entry *t, C4__EventState state, uint64_t now_ns)
 {
 	C4__Event ev = C4__EVENT__INIT;
@@ -253,7 +255,7 @@ events_publish(struct events *evs, const struct c4m_event *e,
 	ev.suspects = arena_calloc(&a, e->nsuspects ? e->nsuspects : 1,
 				   sizeof(*ev.suspects));
 	for (unsigned i = 0; ev.suspects && i < e->nsuspects; i++) {
-		const struct c4m_suspect *s = &e->suspects[i];
+		const struct matrix_suspect *s = &e->suspects[i];
 		C4__Suspect *o = arena_alloc(&a, sizeof(*o));
 
 		if (o == NULL)
@@ -303,11 +305,11 @@ events_publish(struct events *evs, const struct c4m_event *e,
 }
 
 void
-events_apply(struct events *evs, const struct c4m_event *e, uint64_t now_ns)
+events_apply(struct events *evs, const struct matrix_event *e, uint64_t now_ns)
 {
 	struct events_entry *t = events_find(evs, e->id);
 
-	if (e->state == C4M_ST_OPEN) {
+	if (e->state == MATRIX_ST_OPEN) {
 		uint64_t skey = events_stable_key(evs, e);
 
 		if (t == NULL)
@@ -326,8 +328,8 @@ events_apply(struct events *evs, const struct c4m_event *e, uint64_t now_ns)
 		t->skey = skey;
 		t->first_seen_ns = now_ns;
 		t->kind = events_kind(e->kind);
-		if (e->kind <= C4M_EV_COMM_SLOW_AMBIG ||
-		    e->kind == C4M_EV_COMM_HANG)
+		if (e->kind <= MATRIX_EV_COMM_SLOW_AMBIG ||
+		    e->kind == MATRIX_EV_COMM_HANG)
 			evs->hot_comm = e->comm;
 		snprintf(t->id, sizeof(t->id), "%016" PRIx64 "-%" PRIu64, skey,
 			 now_ns / 1000000);
@@ -336,7 +338,7 @@ events_apply(struct events *evs, const struct c4m_event *e, uint64_t now_ns)
 	}
 	if (t == NULL)
 		return; /* never opened here (e.g. resolved before a restart) */
-	if (e->state == C4M_ST_UPDATED) {
+	if (e->state == MATRIX_ST_UPDATED) {
 		t->adopted_at = 0;
 		events_publish(evs, e, t, C4__EVENT_STATE__EVENT_UPDATED,
 			       now_ns);
@@ -356,11 +358,12 @@ events_expire(struct events *evs, uint64_t data_ticks, uint64_t tick,
 
 		if (t->adopted_at != 0 &&
 		    data_ticks >= t->adopted_at + INGEST_ADOPT_GRACE) {
-			struct c4m_event e;
+			struct matrix_event e;
 
 			memset(&e, 0, sizeof(e));
 			e.id = t->cid;
-			e.kind = C4M_EV_COUNT; /* summary: no engine detail */
+			e.kind =
+				MATRIX_EV_COUNT; /* summary: no engine detail */
 			e.first_interval = e.last_interval = tick;
 			e.slowdown = 1.0;
 			events_publish(evs, &e, t,

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "hosts.h"
 #include "ingest.h"
 
@@ -60,7 +60,7 @@ void events_init(struct events *evs, const char *job, const struct hosts *hosts,
  * RESOLVED and forgets the event.  Events this pipeline never opened are
  * ignored.  Reads e only; without memory an opening is dropped.
  */
-void events_apply(struct events *evs, const struct c4m_event *e,
+void events_apply(struct events *evs, const struct matrix_event *e,
 		  uint64_t now_ns);
 
 /*

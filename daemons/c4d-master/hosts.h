@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "ingest.h"
 #include "u64map.h"
 
@@ -22,11 +22,11 @@
 
 /* One host's interval of engine records, filled by telemetry.c. */
 struct hosts_window {
-	struct c4m_coll *coll;
+	struct matrix_coll *coll;
 	size_t ncoll, ccoll;
-	struct c4m_conn *conn;
+	struct matrix_conn *conn;
 	size_t nconn, cconn;
-	struct c4m_wait *wait;
+	struct matrix_wait *wait;
 	size_t nwait, cwait;
 };
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "clock.h"
 #include "events.h"
 #include "hosts.h"
@@ -33,7 +33,7 @@ struct ingest {
 	uint32_t *heard;
 	size_t cheard;
 	/* Connections of the last analysed interval, for the matrix view. */
-	struct c4m_conn *last;
+	struct matrix_conn *last;
 	size_t nlast, clast;
 };
 
@@ -44,7 +44,7 @@ ingest_new(const char *job, const struct ingest_params *p,
 	   ingest_publish_fn publish, void *arg)
 {
 	struct ingest *g = calloc(1, sizeof(*g));
-	struct c4m_params mp;
+	struct matrix_params mp;
 
 	if (g == NULL)
 		return NULL;
@@ -148,8 +148,8 @@ ingest_take(const struct hosts_window *w, void *arg)
 static void
 ingest_analyze(struct ingest *g, size_t nheard, uint64_t now_ns)
 {
-	const struct c4m_event *ev;
-	struct c4m_input in;
+	const struct matrix_event *ev;
+	struct matrix_input in;
 	size_t nev = 0;
 
 	memset(&in, 0, sizeof(in));

@@ -92,7 +92,7 @@ tele_place_ranks(struct tele *t, struct tele_comm *c, const C4__CommRegister *m)
 {
 	for (size_t i = 0; i < m->n_ranks; i++) {
 		const C4__RankInfo *r = m->ranks[i];
-		struct c4m_rank_loc loc;
+		struct matrix_rank_loc loc;
 		struct hosts_entry *h;
 		uint32_t hid;
 
@@ -163,7 +163,7 @@ tele_register(struct tele *t, const C4__CommRegister *m, struct msg_err *err)
 
 /* Wire duration stats (ns) to engine stats (us). */
 static void
-tele_duration(const C4__DurationStats *d, struct c4m_stats *o)
+tele_duration(const C4__DurationStats *d, struct matrix_stats *o)
 {
 	static const double qs[3] = {0.50, 0.90, 0.99};
 	double q[3];
@@ -182,7 +182,7 @@ tele_duration(const C4__DurationStats *d, struct c4m_stats *o)
 		o->p90 = q[1] / 1e3;
 		o->p99 = q[2] / 1e3;
 		/* floored above 0, which means "not given" */
-		if (d->count >= C4M_WSUM_MIN)
+		if (d->count >= MATRIX_WSUM_MIN)
 			o->wsum = fmax(o->sum - sketch_pb_excess(d, q[2]) / 1e3,
 				       1e-6);
 	} else {
@@ -195,17 +195,17 @@ tele_algo(C4__Algorithm a, C4__CollFunc f)
 {
 	if (f == C4__COLL_FUNC__COLL_SENDRECV ||
 	    f == C4__COLL_FUNC__COLL_ALLTOALL)
-		return C4M_ALGO_P2P;
+		return MATRIX_ALGO_P2P;
 	switch (a) {
 	case C4__ALGORITHM__ALGO_RING:
-		return C4M_ALGO_RING;
+		return MATRIX_ALGO_RING;
 	case C4__ALGORITHM__ALGO_TREE:
 	case C4__ALGORITHM__ALGO_NVLS_TREE:
-		return C4M_ALGO_TREE;
+		return MATRIX_ALGO_TREE;
 	case C4__ALGORITHM__ALGO_P2P:
-		return C4M_ALGO_P2P;
+		return MATRIX_ALGO_P2P;
 	default:
-		return C4M_ALGO_OTHER;
+		return MATRIX_ALGO_OTHER;
 	}
 }
 
@@ -214,13 +214,13 @@ tele_transport(C4__TransportClass t)
 {
 	switch (t) {
 	case C4__TRANSPORT_CLASS__TRANSPORT_NVLINK:
-		return C4M_TR_NVLINK;
+		return MATRIX_TR_NVLINK;
 	case C4__TRANSPORT_CLASS__TRANSPORT_PCIE:
-		return C4M_TR_PCIE;
+		return MATRIX_TR_PCIE;
 	case C4__TRANSPORT_CLASS__TRANSPORT_SHM:
-		return C4M_TR_SHM;
+		return MATRIX_TR_SHM;
 	default:
-		return C4M_TR_NET;
+		return MATRIX_TR_NET;
 	}
 }
 
@@ -243,7 +243,7 @@ static int
 tele_window_coll(struct hosts_window *w, const C4__RankCollSummary *c,
 		 const C4__OpStats *op, const C4__Progress *p)
 {
-	struct c4m_coll *o;
+	struct matrix_coll *o;
 
 	if (vec_reserve((void **)&w->coll, &w->ccoll, w->ncoll + 1,
 			sizeof(*w->coll)) < 0)
@@ -355,7 +355,7 @@ tele_window_fill(struct tele *t, struct hosts_window *w,
 		return -1;
 	for (size_t i = 0; i < b->n_conns; i++) {
 		const C4__ConnSummary *c = b->conns[i];
-		struct c4m_conn *o;
+		struct matrix_conn *o;
 		int only = tele_timing(t, c);
 
 		if (only < 0)
@@ -378,7 +378,7 @@ tele_window_fill(struct tele *t, struct hosts_window *w,
 	}
 	for (size_t i = 0; i < b->n_waits; i++) {
 		const C4__WaitSummary *s = b->waits[i];
-		struct c4m_wait *o = &w->wait[w->nwait++];
+		struct matrix_wait *o = &w->wait[w->nwait++];
 
 		memset(o, 0, sizeof(*o));
 		o->comm = s->comm_hash;
@@ -441,13 +441,13 @@ tele_batch(struct tele *t, const char *node, const C4__TelemetryBatch *b,
  * (docs/nccl.md, 7.1); their timings are not kept.
  */
 void
-tele_add_flights(struct tele *t, struct c4m_conn *conn, size_t n)
+tele_add_flights(struct tele *t, struct matrix_conn *conn, size_t n)
 {
 	struct flight_stats fs;
 	double ex;
 
 	for (size_t i = 0; i < n; i++) {
-		struct c4m_conn *o = &conn[i];
+		struct matrix_conn *o = &conn[i];
 
 		if (!tele_pair(t, o->comm) ||
 		    flight_take(t->fl, o->comm, o->src, o->dst, &ex) <= 0 ||

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "flight.h"
 #include "hosts.h"
 #include "ingest.h"
@@ -26,7 +26,7 @@ struct tele_comm {
 	uint64_t hash;
 	uint32_t nranks;
 	uint32_t nknown;
-	struct c4m_rank_loc *map;
+	struct matrix_rank_loc *map;
 	uint8_t *known;
 	char *name;
 	int added;   /* handed to the engine */
@@ -79,7 +79,7 @@ int tele_batch(struct tele *t, const char *node, const C4__TelemetryBatch *b,
  * show, for 2-rank communicators (those timings are then consumed).
  * Updates the flight counters; changes nothing else.
  */
-void tele_add_flights(struct tele *t, struct c4m_conn *conn, size_t n);
+void tele_add_flights(struct tele *t, struct matrix_conn *conn, size_t n);
 
 /* The communicator with that hash, or NULL; valid until the next one. */
 const struct tele_comm *tele_comm_find(const struct tele *t, uint64_t hash);

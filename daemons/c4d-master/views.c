@@ -49,7 +49,7 @@ views_default_comm(const struct views_src *s)
 
 		for (size_t j = 0; j < s->nlast; j++)
 			n += s->last[j].comm == t->comms[i].hash &&
-			     s->last[j].transport == C4M_TR_NET;
+			     s->last[j].transport == MATRIX_TR_NET;
 		if (n > bestn || (bestn == 0 && i == 0)) {
 			bestn = n;
 			best = t->comms[i].hash;
@@ -111,8 +111,8 @@ int
 views_matrix(const struct views_src *s, uint64_t comm, struct arena *a,
 	     C4__AdminReply *r)
 {
-	double *vals[C4M_TR_COUNT] = {NULL}, med[C4M_TR_COUNT] = {0};
-	size_t nv[C4M_TR_COUNT] = {0};
+	double *vals[MATRIX_TR_COUNT] = {NULL}, med[MATRIX_TR_COUNT] = {0};
+	size_t nv[MATRIX_TR_COUNT] = {0};
 	size_t n = 0;
 
 	if (comm == 0)
@@ -122,30 +122,30 @@ views_matrix(const struct views_src *s, uint64_t comm, struct arena *a,
 	if (n > INGEST_MATRIX_CELLS)
 		n = INGEST_MATRIX_CELLS;
 	r->cells = arena_calloc(a, n ? n : 1, sizeof(*r->cells));
-	for (int t = 0; t < C4M_TR_COUNT; t++)
+	for (int t = 0; t < MATRIX_TR_COUNT; t++)
 		vals[t] = arena_calloc(a, n ? n : 1, sizeof(double));
 	if (r->cells == NULL)
 		return -1;
 	for (size_t i = 0; i < s->nlast; i++) {
-		const struct c4m_conn *c = &s->last[i];
+		const struct matrix_conn *c = &s->last[i];
 		double per_byte;
 
 		if (c->comm != comm || c->bytes == 0 || c->chunks == 0 ||
-		    c->transport >= C4M_TR_COUNT ||
+		    c->transport >= MATRIX_TR_COUNT ||
 		    vals[c->transport] == NULL || nv[c->transport] >= n)
 			continue;
 		per_byte = c->xfer.p50 * 1e3 /
 			   ((double)c->bytes / (double)c->chunks);
 		vals[c->transport][nv[c->transport]++] = per_byte;
 	}
-	for (int t = 0; t < C4M_TR_COUNT; t++) {
+	for (int t = 0; t < MATRIX_TR_COUNT; t++) {
 		if (nv[t] == 0)
 			continue;
 		qsort(vals[t], nv[t], sizeof(double), views_cmp_double);
 		med[t] = vals[t][nv[t] / 2];
 	}
 	for (size_t i = 0; i < s->nlast && r->n_cells < n; i++) {
-		const struct c4m_conn *c = &s->last[i];
+		const struct matrix_conn *c = &s->last[i];
 		C4__MatrixCell *o;
 		double per_byte = 0;
 
@@ -166,11 +166,11 @@ views_matrix(const struct views_src *s, uint64_t comm, struct arena *a,
 		o->dst_rank = c->dst;
 		o->value = per_byte;
 		o->baseline =
-			c->transport < C4M_TR_COUNT ? med[c->transport] : 0;
+			c->transport < MATRIX_TR_COUNT ? med[c->transport] : 0;
 		o->score = o->baseline > 0 && per_byte > 0
 				   ? log(per_byte / o->baseline)
 				   : 0;
-		o->transport = c->transport == C4M_TR_NET
+		o->transport = c->transport == MATRIX_TR_NET
 				       ? C4__TRANSPORT_CLASS__TRANSPORT_NET
 				       : C4__TRANSPORT_CLASS__TRANSPORT_NVLINK;
 		/* Hot: more than 1.5x its class median. */

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "arena.h"
-#include "c4matrix.h"
+#include "matrix.h"
 #include "events.h"
 #include "hosts.h"
 #include "msg.h"
@@ -24,7 +24,7 @@ struct views_src {
 	const struct hosts *hosts;
 	const struct tele *tele;
 	const struct events *events;
-	const struct c4m_conn *last; /* the last analysed interval's */
+	const struct matrix_conn *last; /* the last analysed interval's */
 	size_t nlast;
 	uint64_t interval; /* the last analysed */
 };

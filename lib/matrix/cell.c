@@ -50,13 +50,13 @@ cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
  * position last interval is tried before the hash map.
  */
 static int
-cell_get(struct matrix *m, uint32_t ci, const struct c4m_conn *cn, uint32_t pos,
-	 uint32_t *idx)
+cell_get(struct matrix *m, uint32_t ci, const struct matrix_conn *cn,
+	 uint32_t pos, uint32_t *idx)
 {
 	const struct comm *c = &m->comms[ci];
 	uint64_t key = CELL_KEY(ci, cn->algo, cn->src, cn->dst);
 	struct cell *x;
-	int net = cn->transport == C4M_TR_NET;
+	int net = cn->transport == MATRIX_TR_NET;
 
 	if (pos < m->nhint && m->hint[pos] < m->ncells &&
 	    m->cells[m->hint[pos]].key == key) {
@@ -167,7 +167,7 @@ cell_stuck_add(struct matrix *m, uint32_t idx)
  * memory exhaustion.
  */
 int
-cell_ingest(struct matrix *m, const struct c4m_input *in)
+cell_ingest(struct matrix *m, const struct matrix_input *in)
 {
 	uint32_t ci, idx, cl;
 	struct cell *x;
@@ -178,7 +178,7 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 	m->nstuck = 0;
 	m->nclwork = 0;
 	for (i = 0; i < in->nconn; i++) {
-		const struct c4m_conn *cn = &in->conn[i];
+		const struct matrix_conn *cn = &in->conn[i];
 		uint64_t chunk;
 		uint16_t shape;
 
@@ -186,7 +186,8 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 			continue;
 		if (cn->src >= m->comms[ci].nranks ||
 		    cn->dst >= m->comms[ci].nranks || cn->src == cn->dst ||
-		    cn->algo >= C4M_ALGO_COUNT || cn->transport >= C4M_TR_COUNT)
+		    cn->algo >= MATRIX_ALGO_COUNT ||
+		    cn->transport >= MATRIX_TR_COUNT)
 			continue;
 		if (cell_get(m, ci, cn, (uint32_t)i, &idx) < 0)
 			return -1;
@@ -259,7 +260,7 @@ cell_ingest(struct matrix *m, const struct c4m_input *in)
 /*
  * Pool classes smaller than min_class into one class per (transport, size
  * class); point work items at their final class; size each final class's
- * sample (every step-th item, about C4M_STAT_SAMPLE of them) and lay the
+ * sample (every step-th item, about MATRIX_STAT_SAMPLE of them) and lay the
  * samples out in m->scratch.
  */
 static int
@@ -289,7 +290,8 @@ cell_classify(struct matrix *m)
 		k->off = off;
 		k->fill = 0;
 		k->cnt = 0;
-		k->step = k->n > C4M_STAT_SAMPLE ? k->n / C4M_STAT_SAMPLE : 1;
+		k->step = k->n > MATRIX_STAT_SAMPLE ? k->n / MATRIX_STAT_SAMPLE
+						    : 1;
 		if (k->parent == NO_IDX)
 			off += (k->n + k->step - 1) / k->step;
 	}
@@ -407,7 +409,8 @@ cell_level_fresh(struct matrix *m)
 	for (i = 0; i < m->nclwork; i++) {
 		const struct cls *k = &m->cls[m->clwork[i]];
 
-		if (k->parent == NO_IDX && !k->have_med && k->n >= C4M_CLS_MIN)
+		if (k->parent == NO_IDX && !k->have_med &&
+		    k->n >= MATRIX_CLS_MIN)
 			fresh = 1;
 	}
 	if (!fresh)
@@ -422,7 +425,7 @@ cell_level_fresh(struct matrix *m)
 		struct cls *k = &m->cls[m->clwork[i]];
 
 		if (k->parent == NO_IDX && !k->have_med &&
-		    k->n >= C4M_CLS_MIN) {
+		    k->n >= MATRIX_CLS_MIN) {
 			k->med = matrix_median(m->scratch + k->off, k->fill);
 			k->have_med = 1;
 		}
@@ -438,7 +441,7 @@ cell_level_fresh(struct matrix *m)
  * learns). A cell without a warm baseline uses base 0. z = r over a
  * robust spread: the larger of 1.4826 MAD of r over the class and the
  * cell's own noise. Class statistics come from an evenly strided sample
- * (all cells up to C4M_STAT_SAMPLE): the robust statistics of 2,048 cells
+ * (all cells up to MATRIX_STAT_SAMPLE): the robust statistics of 2,048 cells
  * are as good as those of 200,000, and cost stays linear. A class seen
  * for the first time gets its level from an exact pass first. Each scored
  * cell is folded into its link. Returns 0 or -1.
@@ -446,7 +449,7 @@ cell_level_fresh(struct matrix *m)
 static int
 cell_score(struct matrix *m)
 {
-	const struct c4m_params *p = &m->p;
+	const struct matrix_params *p = &m->p;
 	uint32_t i, j;
 
 	cell_level_fresh(m);
@@ -456,7 +459,7 @@ cell_score(struct matrix *m)
 		struct cls *k = &m->cls[w->cls];
 		struct cbase *b = &m->cbase[w->cell];
 
-		if (k->n < C4M_CLS_MIN)
+		if (k->n < MATRIX_CLS_MIN)
 			continue;
 		/*
 		 * A cell that changed class (its chunk count or size moved to
@@ -474,7 +477,7 @@ cell_score(struct matrix *m)
 		struct cls *k = &m->cls[m->clwork[i]];
 		float *v = m->scratch + k->off;
 
-		if (k->parent != NO_IDX || k->n < C4M_CLS_MIN)
+		if (k->parent != NO_IDX || k->n < MATRIX_CLS_MIN)
 			continue;
 		k->medr = matrix_median(v, k->fill);
 		for (j = 0; j < k->fill; j++)
@@ -489,7 +492,7 @@ cell_score(struct matrix *m)
 		 * followed them would cancel the very slowdown to be found.
 		 * Its cells are judged against their own history alone.
 		 */
-		if (k->n < C4M_CLS_USABLE)
+		if (k->n < MATRIX_CLS_USABLE)
 			k->medr = 0.0f;
 		k->med += k->medr;
 	}
@@ -499,7 +502,7 @@ cell_score(struct matrix *m)
 		struct cbase *b = &m->cbase[w->cell];
 		int pair;
 
-		if (k->n < C4M_CLS_MIN)
+		if (k->n < MATRIX_CLS_MIN)
 			continue;
 		w->r -= k->medr;
 		w->q -= k->medr;
@@ -509,7 +512,7 @@ cell_score(struct matrix *m)
 		 * spread of its own: its cells are judged on their own noise,
 		 * and only once warm.
 		 */
-		pair = k->n < C4M_CLS_USABLE;
+		pair = k->n < MATRIX_CLS_USABLE;
 		w->z = w->r * (pair ? (isfinite(b->isig) ? b->isig : 0.0f)
 				    : fminf(k->isig, b->isig));
 		w->acc = 0;
@@ -566,7 +569,7 @@ cell_consistent(const struct matrix *m, const struct side *sd,
 static void
 cell_side_judge(struct matrix *m, struct side *sd)
 {
-	const struct c4m_params *p = &m->p;
+	const struct matrix_params *p = &m->p;
 
 	sd->status = SIDE_MIXED;
 	if (sd->n >= 2 && sd->ncons >= p->row_min_hot &&
@@ -602,14 +605,14 @@ cell_side(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 
 /* A link suspect for cell x: both endpoints, ranks, NIC ports. */
 static void
-cell_fill_link(const struct matrix *m, struct c4m_suspect *s,
+cell_fill_link(const struct matrix *m, struct matrix_suspect *s,
 	       const struct cell *x)
 {
 	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
 	const struct dev *b = &m->devs[m->comms[x->comm].dev[x->dst]];
 
 	memset(s, 0, sizeof(*s));
-	s->role = C4M_ROLE_LINK;
+	s->role = MATRIX_ROLE_LINK;
 	s->transport = x->tr;
 	s->comm = m->comms[x->comm].hash;
 	s->rank = x->src;
@@ -626,10 +629,10 @@ cell_fill_link(const struct matrix *m, struct c4m_suspect *s,
 
 /* A suspect for one side (tx: the source of x, rx: its destination). */
 static void
-cell_fill_side(const struct matrix *m, struct c4m_suspect *s,
+cell_fill_side(const struct matrix *m, struct matrix_suspect *s,
 	       const struct cell *x, unsigned role)
 {
-	uint32_t rank = role == C4M_ROLE_TX ? x->src : x->dst;
+	uint32_t rank = role == MATRIX_ROLE_TX ? x->src : x->dst;
 
 	matrix_suspect_dev(m, s, m->comms[x->comm].dev[rank], role);
 	s->transport = x->tr;
@@ -651,7 +654,7 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
 	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
 	const struct dev *b = &m->devs[m->comms[x->comm].dev[x->dst]];
 	uint64_t ka = m->eps[x->ep_tx].pkey, kb = m->eps[x->ep_rx].pkey;
-	struct c4m_event e;
+	struct matrix_event e;
 	struct probe pr;
 	uint64_t key;
 
@@ -668,66 +671,66 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
 	e.cells[0].z = l->best_z;
 	e.slowdown = exp(l->r);
 	e.score = l->z;
-	if (kind == C4M_EV_COMM_SLOW_TX || kind == C4M_EV_COMM_SLOW_RX) {
+	if (kind == MATRIX_EV_COMM_SLOW_TX || kind == MATRIX_EV_COMM_SLOW_RX) {
 		/* a row or column: its combined z is the evidence */
 		const struct side *sd =
-			&m->eps[kind == C4M_EV_COMM_SLOW_TX ? x->ep_tx
-							    : x->ep_rx]
-				 .sd[kind == C4M_EV_COMM_SLOW_RX];
+			&m->eps[kind == MATRIX_EV_COMM_SLOW_TX ? x->ep_tx
+							       : x->ep_rx]
+				 .sd[kind == MATRIX_EV_COMM_SLOW_RX];
 
 		e.score = sd->sum_z / sqrtf((float)(sd->ncons ? sd->ncons : 1));
 	}
 	switch (kind) {
-	case C4M_EV_COMM_SLOW_TX:
+	case MATRIX_EV_COMM_SLOW_TX:
 		key = persist_key(kind, ka, 0);
-		cell_fill_side(m, &e.suspects[0], x, C4M_ROLE_TX);
+		cell_fill_side(m, &e.suspects[0], x, MATRIX_ROLE_TX);
 		e.nsuspects = 1;
-		e.action = C4M_ACT_ISOLATE_HOST;
+		e.action = MATRIX_ACT_ISOLATE_HOST;
 		e.isolate_host = a->host;
 		break;
-	case C4M_EV_COMM_SLOW_RX:
+	case MATRIX_EV_COMM_SLOW_RX:
 		key = persist_key(kind, kb, 0);
-		cell_fill_side(m, &e.suspects[0], x, C4M_ROLE_RX);
+		cell_fill_side(m, &e.suspects[0], x, MATRIX_ROLE_RX);
 		e.nsuspects = 1;
-		e.action = C4M_ACT_ISOLATE_HOST;
+		e.action = MATRIX_ACT_ISOLATE_HOST;
 		e.isolate_host = b->host;
 		break;
-	case C4M_EV_COMM_SLOW_LINK:
+	case MATRIX_EV_COMM_SLOW_LINK:
 		key = persist_key(kind, ka, kb);
 		cell_fill_link(m, &e.suspects[0], x);
 		e.nsuspects = 1;
-		e.action = C4M_ACT_CHECK_LINK;
+		e.action = MATRIX_ACT_CHECK_LINK;
 		e.isolate_host = a->host;
 		break;
 	default: /* ambiguous: list what the pattern cannot exclude */
-		key = persist_key(C4M_EV_COMM_SLOW_LINK, ka, kb);
+		key = persist_key(MATRIX_EV_COMM_SLOW_LINK, ka, kb);
 		e.ambiguous = 1;
 		if (rside != SIDE_COLD)
 			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-				       C4M_ROLE_TX);
+				       MATRIX_ROLE_TX);
 		if (cside != SIDE_COLD && rside == SIDE_COLD)
 			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-				       C4M_ROLE_RX);
+				       MATRIX_ROLE_RX);
 		cell_fill_link(m, &e.suspects[e.nsuspects++], x);
 		if (cside != SIDE_COLD && rside != SIDE_COLD)
 			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-				       C4M_ROLE_RX);
-		e.action = C4M_ACT_INVESTIGATE;
+				       MATRIX_ROLE_RX);
+		e.action = MATRIX_ACT_INVESTIGATE;
 		e.isolate_host = a->host;
 		break;
 	}
-	if (kind == C4M_EV_COMM_SLOW_TX || kind == C4M_EV_COMM_SLOW_RX) {
+	if (kind == MATRIX_EV_COMM_SLOW_TX || kind == MATRIX_EV_COMM_SLOW_RX) {
 		pr.kind = PROBE_SIDE;
-		pr.a = kind == C4M_EV_COMM_SLOW_TX ? x->ep_tx : x->ep_rx;
-		pr.b = kind == C4M_EV_COMM_SLOW_RX;
+		pr.a = kind == MATRIX_EV_COMM_SLOW_TX ? x->ep_tx : x->ep_rx;
+		pr.b = kind == MATRIX_EV_COMM_SLOW_RX;
 	} else {
 		pr.kind = PROBE_LINK;
 		pr.a = x->link;
 		pr.b = 0;
 	}
 	return persist_observe(m, key, &e,
-			       kind != C4M_EV_COMM_SLOW_TX &&
-					       kind != C4M_EV_COMM_SLOW_RX &&
+			       kind != MATRIX_EV_COMM_SLOW_TX &&
+					       kind != MATRIX_EV_COMM_SLOW_RX &&
 					       l->nacc > 0
 				       ? PERSIST_STRONG
 				       : 0,
@@ -742,7 +745,7 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
 static int
 cell_links_score(struct matrix *m)
 {
-	const struct c4m_params *p = &m->p;
+	const struct matrix_params *p = &m->p;
 	uint32_t i;
 
 	m->nlhot = 0;
@@ -802,7 +805,7 @@ cell_links_score(struct matrix *m)
 int
 cell_detect(struct matrix *m)
 {
-	const struct c4m_params *p = &m->p;
+	const struct matrix_params *p = &m->p;
 	uint32_t i;
 
 	m->nlwork = 0;
@@ -823,17 +826,17 @@ cell_detect(struct matrix *m)
 		l->on_hot_side = rs == SIDE_HOT || cs == SIDE_HOT;
 		if (rs == SIDE_HOT &&
 		    cell_consistent(m, cell_side_of(m, l->ep_tx, 0), l) &&
-		    cell_observe(m, l, C4M_EV_COMM_SLOW_TX, rs, cs) < 0)
+		    cell_observe(m, l, MATRIX_EV_COMM_SLOW_TX, rs, cs) < 0)
 			return -1;
 		if (cs == SIDE_HOT &&
 		    cell_consistent(m, cell_side_of(m, l->ep_rx, 1), l) &&
-		    cell_observe(m, l, C4M_EV_COMM_SLOW_RX, rs, cs) < 0)
+		    cell_observe(m, l, MATRIX_EV_COMM_SLOW_RX, rs, cs) < 0)
 			return -1;
 		if (l->hot && rs != SIDE_HOT && cs != SIDE_HOT &&
 		    cell_observe(m, l,
 				 rs == SIDE_COLD && cs == SIDE_COLD
-					 ? C4M_EV_COMM_SLOW_LINK
-					 : C4M_EV_COMM_SLOW_AMBIG,
+					 ? MATRIX_EV_COMM_SLOW_LINK
+					 : MATRIX_EV_COMM_SLOW_AMBIG,
 				 rs, cs) < 0)
 			return -1;
 	}
@@ -843,7 +846,7 @@ cell_detect(struct matrix *m)
 		struct cbase *b = &m->cbase[w->cell];
 		float a;
 
-		if (m->cls[w->cls].n < C4M_CLS_MIN)
+		if (m->cls[w->cls].n < MATRIX_CLS_MIN)
 			continue;
 		b->lvl = m->cls[w->cls].med;
 		b->lcls = w->cls;
@@ -867,7 +870,7 @@ cell_detect(struct matrix *m)
 		/*
 		 * The cell's own noise, estimated from few samples, shrunk
 		 * towards its class's: (n var + n0 sig^2) / (n + n0), n clean
-		 * samples (at most the EWMA's memory), n0 = C4M_VAR_PRIOR;
+		 * samples (at most the EWMA's memory), n0 = MATRIX_VAR_PRIOR;
 		 * kept as an inverse for the next interval's z.
 		 */
 		{
@@ -876,9 +879,9 @@ cell_detect(struct matrix *m)
 					1.0f / (float)p->base_alpha);
 			float s2 = k->sig * k->sig;
 
-			b->isig =
-				1.0f / sqrtf((n * b->var + C4M_VAR_PRIOR * s2) /
-					     (n + C4M_VAR_PRIOR));
+			b->isig = 1.0f /
+				  sqrtf((n * b->var + MATRIX_VAR_PRIOR * s2) /
+					(n + MATRIX_VAR_PRIOR));
 		}
 	}
 	return 0;

@@ -51,7 +51,7 @@ hang_nodes(struct matrix *m)
 static int
 hang_node_events(struct matrix *m)
 {
-	struct c4m_event e;
+	struct matrix_event e;
 	uint32_t h;
 
 	for (h = 0; h < m->nhosts; h++) {
@@ -60,10 +60,10 @@ hang_node_events(struct matrix *m)
 		if (!x->lost)
 			continue;
 		memset(&e, 0, sizeof(e));
-		e.kind = C4M_EV_NODE_LOST;
+		e.kind = MATRIX_EV_NODE_LOST;
 		if (x->dev != NO_IDX) {
 			matrix_suspect_dev(m, &e.suspects[0], x->dev,
-					   C4M_ROLE_HOST);
+					   MATRIX_ROLE_HOST);
 			e.nsuspects = 1;
 			e.comm = e.suspects[0].comm;
 		}
@@ -71,11 +71,11 @@ hang_node_events(struct matrix *m)
 		e.score = x->last_seen ? (double)(m->iv + 1 - x->last_seen)
 				       : (double)m->p.node_timeout;
 		e.confidence = 0.99;
-		e.action = C4M_ACT_ISOLATE_HOST;
+		e.action = MATRIX_ACT_ISOLATE_HOST;
 		e.isolate_host = x->host;
-		if (persist_observe(m,
-				    persist_key(C4M_EV_NODE_LOST, x->host, 0),
-				    &e, PERSIST_IMMEDIATE, NULL) < 0)
+		if (persist_observe(
+			    m, persist_key(MATRIX_EV_NODE_LOST, x->host, 0), &e,
+			    PERSIST_IMMEDIATE, NULL) < 0)
 			return -1;
 	}
 	return 0;
@@ -85,14 +85,14 @@ hang_node_events(struct matrix *m)
 static int
 hang_missing(struct matrix *m, const struct comm *c, uint32_t rank, uint64_t k)
 {
-	struct c4m_event e;
+	struct matrix_event e;
 	uint32_t dev = c->dev[rank];
 	const struct dev *d = &m->devs[dev];
 
 	memset(&e, 0, sizeof(e));
-	e.kind = C4M_EV_NONCOMM_HANG;
+	e.kind = MATRIX_EV_NONCOMM_HANG;
 	e.comm = c->hash;
-	matrix_suspect_dev(m, &e.suspects[0], dev, C4M_ROLE_RANK);
+	matrix_suspect_dev(m, &e.suspects[0], dev, MATRIX_ROLE_RANK);
 	e.suspects[0].comm = c->hash;
 	e.suspects[0].rank = e.suspects[0].peer_rank = rank;
 	e.nsuspects = 1;
@@ -100,10 +100,10 @@ hang_missing(struct matrix *m, const struct comm *c, uint32_t rank, uint64_t k)
 	e.score = c->stall;
 	e.confidence = 0.95;
 	e.hang_seq = k;
-	e.action = C4M_ACT_ISOLATE_HOST;
+	e.action = MATRIX_ACT_ISOLATE_HOST;
 	e.isolate_host = d->host;
 	return persist_observe(m,
-			       persist_key(C4M_EV_NONCOMM_HANG,
+			       persist_key(MATRIX_EV_NONCOMM_HANG,
 					   ((uint64_t)d->host << 16) | d->gpu,
 					   0),
 			       &e, PERSIST_IMMEDIATE, NULL);
@@ -125,7 +125,7 @@ static int
 hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 {
 	const struct comm *c = &m->comms[ci];
-	struct c4m_event e;
+	struct matrix_event e;
 	uint32_t i, sr, found = 0;
 
 	for (i = 0; i < m->nstuck; i++) {
@@ -137,9 +137,9 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 		a = &m->devs[c->dev[x->src]];
 		b = &m->devs[c->dev[x->dst]];
 		memset(&e, 0, sizeof(e));
-		e.kind = C4M_EV_COMM_HANG;
+		e.kind = MATRIX_EV_COMM_HANG;
 		e.comm = c->hash;
-		e.suspects[0].role = C4M_ROLE_LINK;
+		e.suspects[0].role = MATRIX_ROLE_LINK;
 		e.suspects[0].transport = x->tr;
 		e.suspects[0].comm = c->hash;
 		e.suspects[0].rank = x->src;
@@ -163,10 +163,10 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 		e.score = c->stall;
 		e.confidence = 0.95;
 		e.hang_seq = k;
-		e.action = C4M_ACT_CHECK_LINK;
+		e.action = MATRIX_ACT_CHECK_LINK;
 		e.isolate_host = a->host;
 		if (persist_observe(m,
-				    persist_key(C4M_EV_COMM_HANG,
+				    persist_key(MATRIX_EV_COMM_HANG,
 						m->eps[x->ep_tx].pkey,
 						m->eps[x->ep_rx].pkey),
 				    &e, PERSIST_IMMEDIATE, NULL) < 0)
@@ -186,20 +186,21 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 	if (sr == c->nranks)
 		sr = 0;
 	memset(&e, 0, sizeof(e));
-	e.kind = C4M_EV_COMM_HANG;
+	e.kind = MATRIX_EV_COMM_HANG;
 	e.comm = c->hash;
 	e.ambiguous = 1;
 	e.slowdown = 1.0;
 	e.score = c->stall;
 	e.confidence = 0.5;
 	e.hang_seq = k;
-	e.action = C4M_ACT_INVESTIGATE;
-	matrix_suspect_dev(m, &e.suspects[0], c->dev[sr], C4M_ROLE_RANK);
+	e.action = MATRIX_ACT_INVESTIGATE;
+	matrix_suspect_dev(m, &e.suspects[0], c->dev[sr], MATRIX_ROLE_RANK);
 	e.suspects[0].comm = c->hash;
 	e.suspects[0].rank = e.suspects[0].peer_rank = sr;
 	e.nsuspects = 1;
 	e.isolate_host = e.suspects[0].host;
-	return persist_observe(m, persist_key(C4M_EV_COMM_HANG, c->hash, ~0ull),
+	return persist_observe(m,
+			       persist_key(MATRIX_EV_COMM_HANG, c->hash, ~0ull),
 			       &e, PERSIST_IMMEDIATE, NULL);
 }
 

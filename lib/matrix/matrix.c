@@ -11,47 +11,47 @@
 
 #include "matrix_int.h"
 
-/* Fill p with the defaults of c4matrix.h (documented in detection.md). */
+/* Fill p with the defaults of matrix.h (documented in detection.md). */
 void
-matrix_params_default(struct c4m_params *p)
+matrix_params_default(struct matrix_params *p)
 {
-	p->persist_k = C4M_DEF_PERSIST_K;
-	p->persist_n = C4M_DEF_PERSIST_N;
-	p->resolve_n = C4M_DEF_RESOLVE_N;
-	p->weak_k = C4M_DEF_WEAK_K;
-	p->weak_n = C4M_DEF_WEAK_N;
-	p->z_strong = C4M_DEF_Z_STRONG;
-	p->cusum_k = C4M_DEF_CUSUM_K;
-	p->cusum_h = C4M_DEF_CUSUM_H;
-	p->min_slowdown = C4M_DEF_MIN_SLOWDOWN;
-	p->cold_slowdown = C4M_DEF_COLD_SLOWDOWN;
-	p->z_min = C4M_DEF_Z_MIN;
-	p->cold_z_min = C4M_DEF_COLD_Z_MIN;
-	p->sigma_floor = C4M_DEF_SIGMA_FLOOR;
-	p->base_alpha = C4M_DEF_BASE_ALPHA;
-	p->warm_intervals = C4M_DEF_WARM_INTERVALS;
-	p->min_chunks = C4M_DEF_MIN_CHUNKS;
-	p->min_class = C4M_DEF_MIN_CLASS;
-	p->min_group = C4M_DEF_MIN_GROUP;
-	p->row_min_hot = C4M_DEF_ROW_MIN_HOT;
-	p->row_frac = C4M_DEF_ROW_FRAC;
-	p->cold_frac = C4M_DEF_COLD_FRAC;
-	p->elev_frac = C4M_DEF_ELEV_FRAC;
-	p->hang_timeout = C4M_DEF_HANG_TIMEOUT;
-	p->node_timeout = C4M_DEF_NODE_TIMEOUT;
-	p->update_delta = C4M_DEF_UPDATE_DELTA;
+	p->persist_k = MATRIX_DEF_PERSIST_K;
+	p->persist_n = MATRIX_DEF_PERSIST_N;
+	p->resolve_n = MATRIX_DEF_RESOLVE_N;
+	p->weak_k = MATRIX_DEF_WEAK_K;
+	p->weak_n = MATRIX_DEF_WEAK_N;
+	p->z_strong = MATRIX_DEF_Z_STRONG;
+	p->cusum_k = MATRIX_DEF_CUSUM_K;
+	p->cusum_h = MATRIX_DEF_CUSUM_H;
+	p->min_slowdown = MATRIX_DEF_MIN_SLOWDOWN;
+	p->cold_slowdown = MATRIX_DEF_COLD_SLOWDOWN;
+	p->z_min = MATRIX_DEF_Z_MIN;
+	p->cold_z_min = MATRIX_DEF_COLD_Z_MIN;
+	p->sigma_floor = MATRIX_DEF_SIGMA_FLOOR;
+	p->base_alpha = MATRIX_DEF_BASE_ALPHA;
+	p->warm_intervals = MATRIX_DEF_WARM_INTERVALS;
+	p->min_chunks = MATRIX_DEF_MIN_CHUNKS;
+	p->min_class = MATRIX_DEF_MIN_CLASS;
+	p->min_group = MATRIX_DEF_MIN_GROUP;
+	p->row_min_hot = MATRIX_DEF_ROW_MIN_HOT;
+	p->row_frac = MATRIX_DEF_ROW_FRAC;
+	p->cold_frac = MATRIX_DEF_COLD_FRAC;
+	p->elev_frac = MATRIX_DEF_ELEV_FRAC;
+	p->hang_timeout = MATRIX_DEF_HANG_TIMEOUT;
+	p->node_timeout = MATRIX_DEF_NODE_TIMEOUT;
+	p->update_delta = MATRIX_DEF_UPDATE_DELTA;
 }
 
 /* 1 when p is usable (windows fit the history, thresholds sane). */
 static int
-matrix_params_ok(const struct c4m_params *p)
+matrix_params_ok(const struct matrix_params *p)
 {
-	if (p->persist_n < 1 || p->persist_n > C4M_HIST_MAX ||
+	if (p->persist_n < 1 || p->persist_n > MATRIX_HIST_MAX ||
 	    p->persist_k < 1 || p->persist_k > p->persist_n)
 		return 0;
-	if (p->resolve_n < 1 || p->resolve_n > C4M_HIST_MAX)
+	if (p->resolve_n < 1 || p->resolve_n > MATRIX_HIST_MAX)
 		return 0;
-	if (p->weak_n < 1 || p->weak_n > C4M_HIST_MAX || p->weak_k < 1 ||
+	if (p->weak_n < 1 || p->weak_n > MATRIX_HIST_MAX || p->weak_k < 1 ||
 	    p->weak_k > p->weak_n)
 		return 0;
 	if (!(p->min_slowdown > 1.0) || !(p->cold_slowdown >= 1.0) ||
@@ -71,7 +71,7 @@ matrix_params_ok(const struct c4m_params *p)
  * is invalid or memory runs out.
  */
 struct matrix *
-matrix_new(const struct c4m_params *p)
+matrix_new(const struct matrix_params *p)
 {
 	struct matrix *m;
 
@@ -91,7 +91,7 @@ matrix_new(const struct c4m_params *p)
 	m->lelev = (float)(m->p.elev_frac * log(m->p.min_slowdown));
 	m->last_ci = NO_IDX;
 	/* weight 1/(n+1) until it falls to base_alpha: a running mean start */
-	for (m->inv_len = 0; m->inv_len < C4M_INV_MAX; m->inv_len++) {
+	for (m->inv_len = 0; m->inv_len < MATRIX_INV_MAX; m->inv_len++) {
 		float a = 1.0f / (float)(m->inv_len + 1);
 
 		if (a <= (float)m->p.base_alpha)
@@ -188,8 +188,8 @@ matrix_ep_get(struct matrix *m, uint64_t key, uint32_t dev, int net,
 
 /* Find or create the device (host, gpu) with its two endpoints. */
 static int
-matrix_dev_get(struct matrix *m, const struct c4m_rank_loc *loc, uint64_t comm,
-	       uint32_t rank, uint32_t *idx)
+matrix_dev_get(struct matrix *m, const struct matrix_rank_loc *loc,
+	       uint64_t comm, uint32_t rank, uint32_t *idx)
 {
 	uint64_t key = ((uint64_t)loc->host << 16) | loc->gpu;
 	uint64_t nkey;
@@ -273,12 +273,13 @@ matrix_comm_retire(struct matrix *m, uint64_t comm)
  */
 int
 matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
-		const struct c4m_rank_loc *map)
+		const struct matrix_rank_loc *map)
 {
 	struct comm *c;
 	uint32_t idx, r;
 
-	if (m == NULL || map == NULL || nranks == 0 || nranks > C4M_MAX_RANKS)
+	if (m == NULL || map == NULL || nranks == 0 ||
+	    nranks > MATRIX_MAX_RANKS)
 		return -1;
 	if (u64map_get(&m->comm_map, comm, &idx) == 0) {
 		c = &m->comms[idx];
@@ -293,7 +294,7 @@ matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
 		}
 		return 0;
 	}
-	if (m->ncomms >= C4M_MAX_COMMS)
+	if (m->ncomms >= MATRIX_MAX_COMMS)
 		return -1;
 	if (mem_grow((void **)&m->comms, &m->ccomms, m->ncomms + 1,
 		     sizeof(*m->comms)) < 0)
@@ -338,14 +339,14 @@ matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci)
 
 /* Fill suspect s for device dev in role (tx/rx/rank/host). */
 void
-matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s, uint32_t dev,
-		   unsigned role)
+matrix_suspect_dev(const struct matrix *m, struct matrix_suspect *s,
+		   uint32_t dev, unsigned role)
 {
 	const struct dev *d = &m->devs[dev];
 
 	memset(s, 0, sizeof(*s));
 	s->role = (uint8_t)role;
-	s->transport = C4M_TR_NET;
+	s->transport = MATRIX_TR_NET;
 	s->comm = d->ref_comm;
 	s->rank = s->peer_rank = d->ref_rank;
 	s->host = s->peer_host = d->host;
@@ -438,8 +439,8 @@ matrix_mark_rank(struct matrix *m, uint64_t comm, uint32_t rank)
  * arguments or memory exhaustion; the engine stays usable).
  */
 int
-matrix_analyze(struct matrix *m, const struct c4m_input *in,
-	       const struct c4m_event **ev, size_t *nev)
+matrix_analyze(struct matrix *m, const struct matrix_input *in,
+	       const struct matrix_event **ev, size_t *nev)
 {
 	size_t i;
 	uint32_t h;
@@ -497,13 +498,13 @@ matrix_ncells(const struct matrix *m)
 const char *
 matrix_kind_name(unsigned kind)
 {
-	static const char *const names[C4M_EV_COUNT] = {
+	static const char *const names[MATRIX_EV_COUNT] = {
 		"comm-slow-link",      "comm-slow-tx", "comm-slow-rx",
 		"comm-slow-ambiguous", "noncomm-slow", "comm-hang",
 		"noncomm-hang",	       "node-lost",
 	};
 
-	return kind < C4M_EV_COUNT ? names[kind] : "unknown";
+	return kind < MATRIX_EV_COUNT ? names[kind] : "unknown";
 }
 
 const char *
@@ -511,7 +512,7 @@ matrix_state_name(unsigned state)
 {
 	static const char *const names[] = {"open", "updated", "resolved"};
 
-	return state <= C4M_ST_RESOLVED ? names[state] : "unknown";
+	return state <= MATRIX_ST_RESOLVED ? names[state] : "unknown";
 }
 
 const char *
@@ -519,7 +520,7 @@ matrix_role_name(unsigned role)
 {
 	static const char *const names[] = {"tx", "rx", "link", "rank", "host"};
 
-	return role <= C4M_ROLE_HOST ? names[role] : "unknown";
+	return role <= MATRIX_ROLE_HOST ? names[role] : "unknown";
 }
 
 /*
@@ -528,33 +529,34 @@ matrix_role_name(unsigned role)
  * to do. Returns the length snprintf reports (>= len: truncated), or -1.
  */
 int
-matrix_event_describe(const struct c4m_event *e, char *buf, size_t len)
+matrix_event_describe(const struct matrix_event *e, char *buf, size_t len)
 {
-	const struct c4m_suspect *s = e->nsuspects ? &e->suspects[0] : NULL;
-	const char *act =
-		e->action == C4M_ACT_ISOLATE_HOST  ? "isolate host"
-		: e->action == C4M_ACT_CHECK_LINK  ? "check the path from host"
-		: e->action == C4M_ACT_INVESTIGATE ? "investigate host"
-						   : "watch host";
+	const struct matrix_suspect *s = e->nsuspects ? &e->suspects[0] : NULL;
+	const char *act = e->action == MATRIX_ACT_ISOLATE_HOST ? "isolate host"
+			  : e->action == MATRIX_ACT_CHECK_LINK
+				  ? "check the path from host"
+			  : e->action == MATRIX_ACT_INVESTIGATE
+				  ? "investigate host"
+				  : "watch host";
 	char where[96] = "";
 
 	if (buf == NULL || len == 0)
 		return -1;
-	if (s != NULL && s->role == C4M_ROLE_LINK)
+	if (s != NULL && s->role == MATRIX_ROLE_LINK)
 		snprintf(where, sizeof(where),
 			 "host %u nic %u port %u -> host %u nic %u port %u",
 			 s->host, s->nic, s->port, s->peer_host, s->peer_nic,
 			 s->peer_port);
 	else if (s != NULL &&
-		 (s->role == C4M_ROLE_TX || s->role == C4M_ROLE_RX))
+		 (s->role == MATRIX_ROLE_TX || s->role == MATRIX_ROLE_RX))
 		snprintf(where, sizeof(where), "host %u nic %u port %u %s",
 			 s->host, s->nic, s->port, matrix_role_name(s->role));
 	else if (s != NULL)
 		snprintf(where, sizeof(where), "host %u gpu %u (rank %u)",
 			 s->host, s->gpu, s->rank);
 	switch (e->kind) {
-	case C4M_EV_COMM_HANG:
-	case C4M_EV_NONCOMM_HANG:
+	case MATRIX_EV_COMM_HANG:
+	case MATRIX_EV_NONCOMM_HANG:
 		return snprintf(buf, len,
 				"%s %s: %s at op %" PRIu64
 				", no progress for %.0f intervals%s; %s %u",
@@ -562,7 +564,7 @@ matrix_event_describe(const struct c4m_event *e, char *buf, size_t len)
 				matrix_state_name(e->state), where, e->hang_seq,
 				e->score, e->ambiguous ? " (ambiguous)" : "",
 				act, e->isolate_host);
-	case C4M_EV_NODE_LOST:
+	case MATRIX_EV_NODE_LOST:
 		return snprintf(buf, len,
 				"node-lost %s: host %u silent for %.0f "
 				"intervals; %s %u",

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "lib/common/u64map.h"
 
 #define NO_IDX	    UINT32_MAX
@@ -78,7 +78,7 @@ struct ep {
 struct crank {
 	uint64_t enter;
 	uint64_t done;
-	uint8_t enq;	  /* done read at enqueue (c4m_coll.done_at_enqueue) */
+	uint8_t enq; /* done read at enqueue (matrix_coll.done_at_enqueue) */
 	uint8_t carried;  /* only the agent's repeat of older markers */
 	uint8_t stuck;	  /* reported ops open to a peer, nothing moving */
 	uint64_t seen_iv; /* interval + 1 of the last summary */
@@ -229,11 +229,11 @@ struct track {
 	double reported_slowdown;
 	uint32_t hits_r;
 	double sum_r;
-	struct c4m_event ev;
+	struct matrix_event ev;
 };
 
 struct matrix {
-	struct c4m_params p;
+	struct matrix_params p;
 	uint64_t iv; /* current interval number (from input) */
 	uint64_t nanalyzed;
 
@@ -281,10 +281,10 @@ struct matrix {
 	uint32_t nhint, chint;
 	uint64_t last_comm; /* one-entry cache of comm_map */
 	uint32_t last_ci;
-	float lmin;		/* log(min_slowdown) */
-	float lcold;		/* log(cold_slowdown) */
-	float lelev;		/* elev_frac x log(min_slowdown) */
-	float inv[C4M_INV_MAX]; /* EWMA weight after n clean samples */
+	float lmin;		   /* log(min_slowdown) */
+	float lcold;		   /* log(cold_slowdown) */
+	float lelev;		   /* elev_frac x log(min_slowdown) */
+	float inv[MATRIX_INV_MAX]; /* EWMA weight after n clean samples */
 	uint32_t inv_len;
 
 	struct u64map trk_map;
@@ -294,22 +294,22 @@ struct matrix {
 	uint32_t *stuck; /* cells with pending chunks and no bytes */
 	uint32_t nstuck, cstuck;
 
-	struct c4m_event *out;
+	struct matrix_event *out;
 	uint32_t nout, cout;
 };
 
 /* matrix.c helpers used by the detectors */
-void matrix_suspect_dev(const struct matrix *m, struct c4m_suspect *s,
+void matrix_suspect_dev(const struct matrix *m, struct matrix_suspect *s,
 			uint32_t dev, unsigned role);
 float matrix_median(float *v, uint32_t n);
 int matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci);
 
 /* cell.c: communication slow */
-int cell_ingest(struct matrix *m, const struct c4m_input *in);
+int cell_ingest(struct matrix *m, const struct matrix_input *in);
 int cell_detect(struct matrix *m);
 
 /* wait.c: non-communication slow */
-int wait_ingest(struct matrix *m, const struct c4m_input *in);
+int wait_ingest(struct matrix *m, const struct matrix_input *in);
 int wait_detect(struct matrix *m);
 
 /* hang.c: hangs and lost nodes */
@@ -319,8 +319,9 @@ int hang_detect(struct matrix *m);
 #define PERSIST_IMMEDIATE 1 /* open at once (the detector timed it) */
 #define PERSIST_STRONG	  2 /* strong evidence whatever the score */
 #define PERSIST_WEAK	  4 /* weak evidence whatever the score */
-int persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
-		    unsigned flags, const struct probe *pr);
+int persist_observe(struct matrix *m, uint64_t key,
+		    const struct matrix_event *e, unsigned flags,
+		    const struct probe *pr);
 int persist_finish(struct matrix *m);
 uint64_t persist_key(unsigned kind, uint64_t a, uint64_t b);
 void persist_free(struct matrix *m);

@@ -31,14 +31,14 @@ mem_alloc(size_t size)
 {
 	unsigned char *b;
 
-	if (size == 0 || size > SIZE_MAX - C4M_MEM_HDR)
+	if (size == 0 || size > SIZE_MAX - MATRIX_MEM_HDR)
 		return NULL;
-	b = malloc(size + C4M_MEM_HDR);
+	b = malloc(size + MATRIX_MEM_HDR);
 	if (b == NULL)
 		return NULL;
 	memcpy(b, &size, sizeof(size));
 	mem_account(size, 0);
-	return b + C4M_MEM_HDR;
+	return b + MATRIX_MEM_HDR;
 }
 
 /* Allocate n * size zeroed bytes (counted); NULL on overflow or failure. */
@@ -64,16 +64,16 @@ mem_realloc(void *p, size_t size)
 
 	if (p == NULL)
 		return mem_alloc(size);
-	if (size == 0 || size > SIZE_MAX - C4M_MEM_HDR)
+	if (size == 0 || size > SIZE_MAX - MATRIX_MEM_HDR)
 		return NULL;
-	b = (unsigned char *)p - C4M_MEM_HDR;
+	b = (unsigned char *)p - MATRIX_MEM_HDR;
 	memcpy(&old, b, sizeof(old));
-	nb = realloc(b, size + C4M_MEM_HDR);
+	nb = realloc(b, size + MATRIX_MEM_HDR);
 	if (nb == NULL)
 		return NULL;
 	memcpy(nb, &size, sizeof(size));
 	mem_account(size, old);
-	return nb + C4M_MEM_HDR;
+	return nb + MATRIX_MEM_HDR;
 }
 
 /* Free a block from mem_alloc (counted); NULL is fine. */
@@ -85,7 +85,7 @@ mem_free(void *p)
 
 	if (p == NULL)
 		return;
-	b = (unsigned char *)p - C4M_MEM_HDR;
+	b = (unsigned char *)p - MATRIX_MEM_HDR;
 	memcpy(&old, b, sizeof(old));
 	mem_account(0, old);
 	free(b);

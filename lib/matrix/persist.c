@@ -41,7 +41,7 @@ persist_key(unsigned kind, uint64_t a, uint64_t b)
 
 /* Fold a second observation e of one key into dst (cells, score). */
 static void
-persist_merge(struct c4m_event *dst, const struct c4m_event *e)
+persist_merge(struct matrix_event *dst, const struct matrix_event *e)
 {
 	uint8_t i, w;
 
@@ -49,7 +49,7 @@ persist_merge(struct c4m_event *dst, const struct c4m_event *e)
 	if (e->score > dst->score)
 		dst->score = e->score;
 	for (i = 0; i < e->ncells; i++) {
-		if (dst->ncells < C4M_MAX_CELLS) {
+		if (dst->ncells < MATRIX_MAX_CELLS) {
 			dst->cells[dst->ncells++] = e->cells[i];
 			continue;
 		}
@@ -79,7 +79,7 @@ persist_merge(struct c4m_event *dst, const struct c4m_event *e)
  * observed. Returns 0 or -1 on memory exhaustion.
  */
 int
-persist_observe(struct matrix *m, uint64_t key, const struct c4m_event *e,
+persist_observe(struct matrix *m, uint64_t key, const struct matrix_event *e,
 		unsigned flags, const struct probe *pr)
 {
 	struct track *t;
@@ -179,7 +179,7 @@ persist_emit(struct matrix *m, const struct track *t, unsigned state)
 int
 persist_finish(struct matrix *m)
 {
-	const struct c4m_params *p = &m->p;
+	const struct matrix_params *p = &m->p;
 	uint32_t nmask = (1u << p->persist_n) - 1;
 	uint32_t wmask = (1u << p->weak_n) - 1;
 	uint32_t rmask = (1u << p->resolve_n) - 1;
@@ -222,9 +222,9 @@ persist_finish(struct matrix *m)
 				t->open = 1;
 				t->ev.first_interval = m->iv - old;
 				t->reported_slowdown = t->ev.slowdown;
-				if (persist_emit(m, t, C4M_ST_OPEN) < 0)
+				if (persist_emit(m, t, MATRIX_ST_OPEN) < 0)
 					return -1;
-				t->ev.state = C4M_ST_OPEN;
+				t->ev.state = MATRIX_ST_OPEN;
 			} else if ((t->hist & (nmask | wmask)) == 0) {
 				t->live = 0;
 			}
@@ -233,12 +233,12 @@ persist_finish(struct matrix *m)
 
 			if (fabs(d) >= p->update_delta) {
 				t->reported_slowdown = t->ev.slowdown;
-				if (persist_emit(m, t, C4M_ST_UPDATED) < 0)
+				if (persist_emit(m, t, MATRIX_ST_UPDATED) < 0)
 					return -1;
-				t->ev.state = C4M_ST_UPDATED;
+				t->ev.state = MATRIX_ST_UPDATED;
 			}
 		} else if ((t->hist & rmask) == 0) {
-			if (persist_emit(m, t, C4M_ST_RESOLVED) < 0)
+			if (persist_emit(m, t, MATRIX_ST_RESOLVED) < 0)
 				return -1;
 			t->live = 0;
 		}

@@ -17,7 +17,7 @@
 
 /*
  * Where one summary's gaps lie (us): the geometric mean of their median
- * and 90th percentile, from C4M_GAP_QMIN samples on; 0 when the summary
+ * and 90th percentile, from MATRIX_GAP_QMIN samples on; 0 when the summary
  * has fewer or no quantiles.  A training loop's gaps are two crowds,
  * collectives back to back inside a step and the compute between steps;
  * a late rank shows in either, so the median alone would miss lateness
@@ -28,9 +28,9 @@
  * to the next and hid a rank late by a fifth of its step.
  */
 static double
-wait_q(const struct c4m_stats *g)
+wait_q(const struct matrix_stats *g)
 {
-	if (g->count >= C4M_GAP_QMIN && g->p50 > 0 && g->p90 >= g->p50 &&
+	if (g->count >= MATRIX_GAP_QMIN && g->p50 > 0 && g->p90 >= g->p50 &&
 	    isfinite(g->p90))
 		return sqrt(g->p50 * g->p90);
 	return 0;
@@ -43,13 +43,13 @@ wait_q(const struct c4m_stats *g)
  * Returns 0.
  */
 int
-wait_ingest(struct matrix *m, const struct c4m_input *in)
+wait_ingest(struct matrix *m, const struct matrix_input *in)
 {
 	uint32_t ci;
 	size_t i;
 
 	for (i = 0; i < in->ncoll; i++) {
-		const struct c4m_coll *s = &in->coll[i];
+		const struct matrix_coll *s = &in->coll[i];
 		struct crank *rs;
 		struct dev *d;
 		double q;
@@ -91,7 +91,7 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 		    !(s->gap.sum > 0) || !(s->kernel.sum > 0) ||
 		    !isfinite(s->gap.sum) || !isfinite(s->kernel.sum))
 			continue;
-		/* the gap above its p99 counts as p99 (c4m_stats.wsum) */
+		/* the gap above its p99 counts as p99 (matrix_stats.wsum) */
 		rs->gs += s->gap.wsum > 0 ? s->gap.wsum : s->gap.sum;
 		q = wait_q(&s->gap);
 		if (q > 0)
@@ -103,7 +103,7 @@ wait_ingest(struct matrix *m, const struct c4m_input *in)
 		rs->kn += s->kernel.count;
 	}
 	for (i = 0; i < in->nwait; i++) {
-		const struct c4m_wait *w = &in->wait[i];
+		const struct matrix_wait *w = &in->wait[i];
 		struct crank *rs;
 
 		if (matrix_comm_find(m, w->comm, &ci) < 0 ||
@@ -140,15 +140,15 @@ static int
 wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
 	     float z, float cost)
 {
-	struct c4m_event e;
+	struct matrix_event e;
 	struct probe pr;
 	uint32_t dev = c->dev[rank];
 	const struct dev *d = &m->devs[dev];
 
 	memset(&e, 0, sizeof(e));
-	e.kind = C4M_EV_NONCOMM_SLOW;
+	e.kind = MATRIX_EV_NONCOMM_SLOW;
 	e.comm = c->hash;
-	matrix_suspect_dev(m, &e.suspects[0], dev, C4M_ROLE_RANK);
+	matrix_suspect_dev(m, &e.suspects[0], dev, MATRIX_ROLE_RANK);
 	e.suspects[0].comm = c->hash;
 	e.suspects[0].rank = e.suspects[0].peer_rank = rank;
 	e.nsuspects = 1;
@@ -160,14 +160,14 @@ wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
 	e.cells[0].z = z;
 	e.slowdown = exp(r);
 	e.score = z;
-	e.action = C4M_ACT_ISOLATE_HOST;
+	e.action = MATRIX_ACT_ISOLATE_HOST;
 	e.isolate_host = d->host;
 	pr.kind = PROBE_RANK;
 	pr.a = (uint32_t)(c - m->comms);
 	pr.b = rank;
 	return persist_observe(
 		m,
-		persist_key(C4M_EV_NONCOMM_SLOW,
+		persist_key(MATRIX_EV_NONCOMM_SLOW,
 			    ((uint64_t)d->host << 16) | d->gpu, 0),
 		&e, cost < 2.0f * m->lmin ? PERSIST_WEAK : 0, &pr);
 }
@@ -185,7 +185,7 @@ wait_quorum(const struct matrix *m, const struct comm *c)
 /*
  * The own noise of a small communicator's member (log units): its clean
  * samples' spread, shrunk towards half of min_slowdown with the weight of
- * C4M_VAR_PRIOR samples, so that a few quiet intervals cannot make a
+ * MATRIX_VAR_PRIOR samples, so that a few quiet intervals cannot make a
  * tiny spread (and a huge z) out of nothing.
  */
 static float
@@ -195,8 +195,8 @@ wait_own_sigma(const struct matrix *m, const struct crank *rs)
 
 	float s0 = 0.5f * m->lmin;
 
-	return fmaxf(sqrtf((n * rs->gvar + C4M_VAR_PRIOR * s0 * s0) /
-			   (n + C4M_VAR_PRIOR)),
+	return fmaxf(sqrtf((n * rs->gvar + MATRIX_VAR_PRIOR * s0 * s0) /
+			   (n + MATRIX_VAR_PRIOR)),
 		     (float)m->p.sigma_floor);
 }
 
@@ -285,7 +285,7 @@ wait_others(const struct matrix *m, const struct comm *c, uint32_t rank,
 static int
 wait_comm(struct matrix *m, struct comm *c)
 {
-	const struct c4m_params *p = &m->p;
+	const struct matrix_params *p = &m->p;
 	float *v = m->scratch;
 	float medg, medk, medw = NAN, medr, mad, sig = 0;
 	float clean = m->lmin;

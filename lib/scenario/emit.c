@@ -89,8 +89,8 @@ emit_step(struct scen *s, uint32_t iv)
 
 /* Stats from n samples' sum, min, max and log moments (lognormal quantiles). */
 static void
-emit_stats(struct c4m_stats *st, uint32_t n, double sum, double mn, double mx,
-	   double lsum, double l2)
+emit_stats(struct matrix_stats *st, uint32_t n, double sum, double mn,
+	   double mx, double lsum, double l2)
 {
 	double mu, var;
 
@@ -112,7 +112,7 @@ emit_stats(struct c4m_stats *st, uint32_t n, double sum, double mn, double mx,
 
 /* Per-chunk transfer statistics of n chunks with median time base. */
 static void
-emit_xfer(struct scen *s, struct c4m_stats *st, uint64_t n, double base)
+emit_xfer(struct scen *s, struct matrix_stats *st, uint64_t n, double base)
 {
 	const struct scen_noise *nz = &s->p.noise;
 	double sg = nz->jitter_sigma, rn = sqrt((double)n);
@@ -168,7 +168,7 @@ emit_factors(struct scen *s, uint32_t iv, double drift)
 		s->conn_factor[i] =
 			x->hetero * rng_lognorm(&s->rng, nz->link_sigma) *
 			s->nic_noise[x->sdev] *
-			(x->tr == C4M_TR_NET ? drift : 1.0) * burst * fault;
+			(x->tr == MATRIX_TR_NET ? drift : 1.0) * burst * fault;
 		if (fault * burst > c->slow)
 			c->slow = fault * burst;
 	}
@@ -221,8 +221,8 @@ emit_colls(struct scen *s, uint32_t iv, uint32_t *nc, uint32_t *nw)
 		for (r = 0; r < c->nranks; r++) {
 			const struct sdev *d = &s->devs[c->dev[r]];
 			const struct sacc *a = &s->acc[c->acc + r];
-			struct c4m_coll *o;
-			struct c4m_wait *w;
+			struct matrix_coll *o;
+			struct matrix_wait *w;
 
 			if (s->lost[d->host])
 				continue;
@@ -230,7 +230,7 @@ emit_colls(struct scen *s, uint32_t iv, uint32_t *nc, uint32_t *nw)
 			memset(o, 0, sizeof(*o));
 			o->comm = c->hash;
 			o->rank = r;
-			o->algo = C4M_ALGO_RING;
+			o->algo = MATRIX_ALGO_RING;
 			o->nops = a->n;
 			o->bytes = (uint64_t)a->n * (64u << 20);
 			emit_stats(&o->kernel, a->n, a->ksum, a->kmin, a->kmax,
@@ -272,9 +272,9 @@ emit_conns(struct scen *s, int hung)
 	for (i = 0; i < s->nconns; i++) {
 		const struct sconn *x = &s->conns[i];
 		const struct scomm *c = &s->comms[x->comm];
-		struct c4m_conn *o;
-		double per_b = x->tr == C4M_TR_NET ? SCEN_NET_US_PER_B
-						   : SCEN_NVLINK_US_PER_B;
+		struct matrix_conn *o;
+		double per_b = x->tr == MATRIX_TR_NET ? SCEN_NET_US_PER_B
+						      : SCEN_NVLINK_US_PER_B;
 
 		if (s->lost[s->devs[x->sdev].host])
 			continue;

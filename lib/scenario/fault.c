@@ -32,7 +32,7 @@ fault_pick_net_conn(struct scen *s)
 		const struct sconn *x =
 			&s->conns[rng_below(&s->rng, s->nconns)];
 
-		if (x->tr == C4M_TR_NET)
+		if (x->tr == MATRIX_TR_NET)
 			return x;
 	}
 	return NULL;
@@ -54,7 +54,7 @@ fault_conn(const struct scen *s, const struct sconn *x, uint32_t iv)
 	double f = 1.0;
 	uint32_t i;
 
-	if (x->tr != C4M_TR_NET)
+	if (x->tr != MATRIX_TR_NET)
 		return 1.0;
 	for (i = 0; i < s->nfaults; i++) {
 		const struct scen_fault *t = &s->faults[i];

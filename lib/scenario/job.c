@@ -149,9 +149,10 @@ job_conn_add(struct scen *s, uint32_t ci, uint32_t src, uint32_t dst,
 	x->sdev = c->dev[src];
 	x->ddev = c->dev[dst];
 	x->algo = algo;
-	x->tr = s->devs[x->sdev].host == s->devs[x->ddev].host ? C4M_TR_NVLINK
-							       : C4M_TR_NET;
-	if (x->tr == C4M_TR_NET)
+	x->tr = s->devs[x->sdev].host == s->devs[x->ddev].host
+			? MATRIX_TR_NVLINK
+			: MATRIX_TR_NET;
+	if (x->tr == MATRIX_TR_NET)
 		c->net = 1;
 	x->channels = channels;
 	x->chunk = chunk;
@@ -166,7 +167,7 @@ job_ring(struct scen *s, uint32_t ci, uint64_t ch)
 	uint32_t n = s->comms[ci].nranks, i;
 
 	for (i = 0; i < n; i++)
-		if (job_conn_add(s, ci, i, (i + 1) % n, C4M_ALGO_RING, ch,
+		if (job_conn_add(s, ci, i, (i + 1) % n, MATRIX_ALGO_RING, ch,
 				 SCEN_RING_CHUNK, 64) < 0)
 			return -1;
 	return 0;
@@ -192,10 +193,10 @@ job_tree(struct scen *s, uint32_t ci, const uint32_t *ranks, uint32_t n,
 			uint64_t ch = t ? 0xf0 : 0x0f;
 
 			if (job_conn_add(s, ci, ranks[c], ranks[pa],
-					 C4M_ALGO_TREE, ch, SCEN_TREE_CHUNK,
+					 MATRIX_ALGO_TREE, ch, SCEN_TREE_CHUNK,
 					 32) < 0 ||
 			    job_conn_add(s, ci, ranks[pa], ranks[c],
-					 C4M_ALGO_TREE, ch, SCEN_TREE_CHUNK,
+					 MATRIX_ALGO_TREE, ch, SCEN_TREE_CHUNK,
 					 32) < 0)
 				return -1;
 		}
@@ -220,12 +221,12 @@ job_tp(struct scen *s, uint8_t phase, int mesh)
 		for (g = 0; g < SCEN_GPUS_PER_HOST; g++) {
 			if (job_conn_add(s, (uint32_t)ci, g,
 					 (g + 1) % SCEN_GPUS_PER_HOST,
-					 C4M_ALGO_RING, 0xff, SCEN_NVL_CHUNK,
+					 MATRIX_ALGO_RING, 0xff, SCEN_NVL_CHUNK,
 					 32) < 0)
 				return -1;
 			for (k = 0; mesh && k < SCEN_GPUS_PER_HOST; k++)
 				if (job_conn_add(s, (uint32_t)ci, g, k,
-						 C4M_ALGO_P2P, 0x1,
+						 MATRIX_ALGO_P2P, 0x1,
 						 SCEN_NVL_CHUNK, 16) < 0)
 					return -1;
 		}
@@ -280,10 +281,10 @@ job_layout_pp(struct scen *s)
 						  pair, 20e3, 3e3);
 				if (ci < 0 ||
 				    job_conn_add(s, (uint32_t)ci, 0, 1,
-						 C4M_ALGO_P2P, 0x1,
+						 MATRIX_ALGO_P2P, 0x1,
 						 SCEN_P2P_CHUNK, 32) < 0 ||
 				    job_conn_add(s, (uint32_t)ci, 1, 0,
-						 C4M_ALGO_P2P, 0x1,
+						 MATRIX_ALGO_P2P, 0x1,
 						 SCEN_P2P_CHUNK, 32) < 0)
 					return -1;
 			}
@@ -323,13 +324,13 @@ job_layout_flat(struct scen *s)
 				if (job_conn_add(s, (uint32_t)ci,
 						 h * 8 + (first + g) % 8,
 						 h * 8 + (first + g + 1) % 8,
-						 C4M_ALGO_RING, 1ull << c,
+						 MATRIX_ALGO_RING, 1ull << c,
 						 SCEN_RING_CHUNK, 64) < 0)
 					goto out;
-			if (H > 1 &&
-			    job_conn_add(s, (uint32_t)ci, h * 8 + last,
-					 ((h + 1) % H) * 8 + c, C4M_ALGO_RING,
-					 1ull << c, SCEN_RING_CHUNK, 64) < 0)
+			if (H > 1 && job_conn_add(s, (uint32_t)ci, h * 8 + last,
+						  ((h + 1) % H) * 8 + c,
+						  MATRIX_ALGO_RING, 1ull << c,
+						  SCEN_RING_CHUNK, 64) < 0)
 				goto out;
 			ranks[h] = h * 8 + c;
 		}
@@ -362,7 +363,7 @@ job_layout_ep(struct scen *s)
 			for (i = 0; i < SCEN_EP_SIZE; i++)
 				for (j = 0; j < SCEN_EP_SIZE; j++)
 					if (job_conn_add(s, (uint32_t)ci, i, j,
-							 C4M_ALGO_P2P, 0x1,
+							 MATRIX_ALGO_P2P, 0x1,
 							 SCEN_EP_CHUNK, 16) < 0)
 						return -1;
 		}

@@ -190,7 +190,7 @@ scen_comm(const struct scen *s, uint32_t i, uint64_t *hash, uint32_t *nranks)
 
 int
 scen_rank_loc(const struct scen *s, uint32_t i, uint32_t rank,
-	      struct c4m_rank_loc *loc)
+	      struct matrix_rank_loc *loc)
 {
 	const struct sdev *d;
 
@@ -208,7 +208,7 @@ scen_rank_loc(const struct scen *s, uint32_t i, uint32_t rank,
 int
 scen_register(struct scen *s, struct matrix *m)
 {
-	struct c4m_rank_loc *map = NULL;
+	struct matrix_rank_loc *map = NULL;
 	uint32_t i, r, cap = 0;
 	int rc = -1;
 
@@ -310,7 +310,7 @@ scen_clear_fault(struct scen *s, unsigned i, uint32_t end)
  * at 0. Returns 0.
  */
 int
-scen_interval(struct scen *s, uint32_t iv, struct c4m_input *in)
+scen_interval(struct scen *s, uint32_t iv, struct matrix_input *in)
 {
 	double drift = rng_lognorm(&s->rng, s->p.noise.drift_sigma);
 	uint32_t i, nc, nw, nx, nh = 0;

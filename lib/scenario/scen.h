@@ -1,7 +1,7 @@
 /*
  * scen.h: synthetic bulk-synchronous training jobs with injected,
  * labeled faults, producing the per-interval summaries that c4d-master
- * would build from its agents (struct c4m_input of c4matrix.h).
+ * would build from its agents (struct matrix_input of matrix.h).
  *
  * A job is N ranks on hosts of 8 GPUs, one NIC port per GPU. Layouts
  * combine tensor-parallel communicators inside a host (NVLink), pipeline
@@ -25,7 +25,7 @@
 
 #include <stdint.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 
 #define SCEN_GPUS_PER_HOST 8
 #define SCEN_MAX_FAULTS	   4
@@ -151,13 +151,13 @@ uint32_t scen_ncomms(const struct scen *s);
 int scen_comm(const struct scen *s, uint32_t i, uint64_t *hash,
 	      uint32_t *nranks);
 int scen_rank_loc(const struct scen *s, uint32_t i, uint32_t rank,
-		  struct c4m_rank_loc *loc);
+		  struct matrix_rank_loc *loc);
 /*
  * Produce interval iv's summaries into *in; its arrays belong to s and
  * stay valid until the next call or scen_free. Intervals must be produced
  * in increasing order starting at 0. Returns 0.
  */
-int scen_interval(struct scen *s, uint32_t iv, struct c4m_input *in);
+int scen_interval(struct scen *s, uint32_t iv, struct matrix_input *in);
 /* The number of hosts of the job (ranks / SCEN_GPUS_PER_HOST). */
 uint32_t scen_nhosts(const struct scen *s);
 /*
@@ -179,9 +179,9 @@ int scen_fault_parse(const char *name);
  * first suspect.
  */
 int score_expected_kind(unsigned base);
-int score_names(const struct c4m_suspect *s, const struct scen_fault *f);
-int score_matches(const struct c4m_event *e, uint64_t iv,
+int score_names(const struct matrix_suspect *s, const struct scen_fault *f);
+int score_matches(const struct matrix_event *e, uint64_t iv,
 		  const struct scen_fault *f);
-int score_top1(const struct c4m_event *e, const struct scen_fault *f);
+int score_top1(const struct matrix_event *e, const struct scen_fault *f);
 
 #endif /* C4_SCEN_H */

@@ -84,9 +84,9 @@ struct scen {
 	uint32_t nfaults;
 	int hung; /* hang state computed */
 	uint8_t *lost;
-	struct c4m_coll *out_coll;
-	struct c4m_conn *out_conn;
-	struct c4m_wait *out_wait;
+	struct matrix_coll *out_coll;
+	struct matrix_conn *out_conn;
+	struct matrix_wait *out_wait;
 	uint32_t *out_hosts;
 };
 

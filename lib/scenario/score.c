@@ -12,19 +12,19 @@ score_expected_kind(unsigned base)
 {
 	switch (base) {
 	case SCEN_F_SLOW_CONN:
-		return C4M_EV_COMM_SLOW_LINK;
+		return MATRIX_EV_COMM_SLOW_LINK;
 	case SCEN_F_SLOW_TX:
-		return C4M_EV_COMM_SLOW_TX;
+		return MATRIX_EV_COMM_SLOW_TX;
 	case SCEN_F_SLOW_RX:
-		return C4M_EV_COMM_SLOW_RX;
+		return MATRIX_EV_COMM_SLOW_RX;
 	case SCEN_F_SLOW_GPU:
-		return C4M_EV_NONCOMM_SLOW;
+		return MATRIX_EV_NONCOMM_SLOW;
 	case SCEN_F_COMM_HANG:
-		return C4M_EV_COMM_HANG;
+		return MATRIX_EV_COMM_HANG;
 	case SCEN_F_NONCOMM_HANG:
-		return C4M_EV_NONCOMM_HANG;
+		return MATRIX_EV_NONCOMM_HANG;
 	case SCEN_F_NODE_LOST:
-		return C4M_EV_NODE_LOST;
+		return MATRIX_EV_NODE_LOST;
 	}
 	return -1;
 }
@@ -34,17 +34,17 @@ static int
 score_family(int kind)
 {
 	switch (kind) {
-	case C4M_EV_COMM_SLOW_LINK:
-	case C4M_EV_COMM_SLOW_TX:
-	case C4M_EV_COMM_SLOW_RX:
-	case C4M_EV_COMM_SLOW_AMBIG:
+	case MATRIX_EV_COMM_SLOW_LINK:
+	case MATRIX_EV_COMM_SLOW_TX:
+	case MATRIX_EV_COMM_SLOW_RX:
+	case MATRIX_EV_COMM_SLOW_AMBIG:
 		return 0;
-	case C4M_EV_NONCOMM_SLOW:
+	case MATRIX_EV_NONCOMM_SLOW:
 		return 1;
-	case C4M_EV_COMM_HANG:
-	case C4M_EV_NONCOMM_HANG:
+	case MATRIX_EV_COMM_HANG:
+	case MATRIX_EV_NONCOMM_HANG:
 		return 2;
-	case C4M_EV_NODE_LOST:
+	case MATRIX_EV_NODE_LOST:
 		return 3;
 	}
 	return -1;
@@ -58,36 +58,36 @@ score_dev_is(uint32_t host, uint16_t gpu, uint32_t h2, uint16_t g2)
 
 /* Does suspect s name the culprit of fault f? */
 int
-score_names(const struct c4m_suspect *s, const struct scen_fault *f)
+score_names(const struct matrix_suspect *s, const struct scen_fault *f)
 {
 	switch (f->base) {
 	case SCEN_F_NODE_LOST:
 		return s->host == f->host;
 	case SCEN_F_SLOW_CONN:
 	case SCEN_F_COMM_HANG:
-		if (s->role == C4M_ROLE_LINK)
+		if (s->role == MATRIX_ROLE_LINK)
 			return score_dev_is(s->host, s->gpu, f->host, f->gpu) &&
 			       score_dev_is(s->peer_host, s->peer_gpu,
 					    f->peer_host, f->peer_gpu);
-		if (s->role == C4M_ROLE_TX)
+		if (s->role == MATRIX_ROLE_TX)
 			return score_dev_is(s->host, s->gpu, f->host, f->gpu);
-		if (s->role == C4M_ROLE_RX)
+		if (s->role == MATRIX_ROLE_RX)
 			return score_dev_is(s->host, s->gpu, f->peer_host,
 					    f->peer_gpu);
 		return 0;
 	case SCEN_F_SLOW_TX:
-		if (s->role == C4M_ROLE_LINK)
+		if (s->role == MATRIX_ROLE_LINK)
 			return score_dev_is(s->host, s->gpu, f->host, f->gpu);
-		return s->role == C4M_ROLE_TX &&
+		return s->role == MATRIX_ROLE_TX &&
 		       score_dev_is(s->host, s->gpu, f->host, f->gpu);
 	case SCEN_F_SLOW_RX:
-		if (s->role == C4M_ROLE_LINK)
+		if (s->role == MATRIX_ROLE_LINK)
 			return score_dev_is(s->peer_host, s->peer_gpu, f->host,
 					    f->gpu);
-		return s->role == C4M_ROLE_RX &&
+		return s->role == MATRIX_ROLE_RX &&
 		       score_dev_is(s->host, s->gpu, f->host, f->gpu);
 	default: /* slow GPU, non-communication hang: the rank */
-		return s->role == C4M_ROLE_RANK &&
+		return s->role == MATRIX_ROLE_RANK &&
 		       score_dev_is(s->host, s->gpu, f->host, f->gpu);
 	}
 }
@@ -98,7 +98,7 @@ score_names(const struct c4m_suspect *s, const struct scen_fault *f)
  * slow, rank slow, hang, node loss) and a suspect naming the culprit?
  */
 int
-score_matches(const struct c4m_event *e, uint64_t iv,
+score_matches(const struct matrix_event *e, uint64_t iv,
 	      const struct scen_fault *f)
 {
 	int want = score_expected_kind(f->base);
@@ -115,7 +115,7 @@ score_matches(const struct c4m_event *e, uint64_t iv,
 
 /* Exactly the right kind, and the culprit as the first suspect? */
 int
-score_top1(const struct c4m_event *e, const struct scen_fault *f)
+score_top1(const struct matrix_event *e, const struct scen_fault *f)
 {
 	return e->kind == score_expected_kind(f->base) && e->nsuspects > 0 &&
 	       score_names(&e->suspects[0], f);

@@ -178,8 +178,8 @@ trace_cmp(const void *a, const void *b)
 struct trace_comm {
 	uint64_t hash;
 	uint32_t nranks;
-	uint64_t *seq;		  /* ops so far, per rank: the markers */
-	struct c4m_rank_loc *loc; /* per rank: the host of its pid */
+	uint64_t *seq;		     /* ops so far, per rank: the markers */
+	struct matrix_rank_loc *loc; /* per rank: the host of its pid */
 };
 
 /* Host index of pid: its place among the pids seen so far. */
@@ -208,7 +208,7 @@ trace_comm_find(struct trace_comm *c, size_t n, uint64_t hash)
 
 /* One trace row as the summary an agent would have passed on. */
 static void
-trace_coll(const struct trace_row *r, uint64_t seq, struct c4m_coll *c)
+trace_coll(const struct trace_row *r, uint64_t seq, struct matrix_coll *c)
 {
 	double gsum = (double)r->gap_mean_ns * (double)r->gap_n / 1e3;
 
@@ -228,28 +228,28 @@ trace_coll(const struct trace_row *r, uint64_t seq, struct c4m_coll *c)
 	c->gap.p99 = r->gap_p99_ns / 1e3;
 	c->gap.max = (double)r->gap_max_ns / 1e3;
 	/*
-	 * The master caps each gap above p99 at p99 from C4M_WSUM_MIN gaps
+	 * The master caps each gap above p99 at p99 from MATRIX_WSUM_MIN gaps
 	 * on.  The plugin prints that capped mean; older traces give only
 	 * the largest gap, so that one alone is capped.
 	 */
-	if (r->gap_n >= C4M_WSUM_MIN && r->has_capped)
+	if (r->gap_n >= MATRIX_WSUM_MIN && r->has_capped)
 		c->gap.wsum =
 			fmax(r->gap_capped_ns * (double)r->gap_n / 1e3, 1e-6);
-	else if (r->gap_n >= C4M_WSUM_MIN &&
+	else if (r->gap_n >= MATRIX_WSUM_MIN &&
 		 (double)r->gap_max_ns > r->gap_p99_ns)
 		c->gap.wsum =
 			gsum - ((double)r->gap_max_ns - r->gap_p99_ns) / 1e3;
 }
 
 int
-trace_replay(const struct trace *t, const struct c4m_params *p,
+trace_replay(const struct trace *t, const struct matrix_params *p,
 	     void (*cb)(void *arg, uint64_t interval,
-			const struct c4m_event *e),
+			const struct matrix_event *e),
 	     void *arg)
 {
 	struct trace_row *rows = NULL;
 	struct trace_comm *comms = NULL;
-	struct c4m_coll *coll = NULL;
+	struct matrix_coll *coll = NULL;
 	struct matrix *m = NULL;
 	uint64_t *pids = NULL;
 	size_t ncomms = 0, npids = 0, i, j, k;
@@ -307,8 +307,8 @@ trace_replay(const struct trace *t, const struct c4m_params *p,
 			goto out;
 	}
 	for (i = 0; i < t->nrows; i = j) {
-		struct c4m_input in;
-		const struct c4m_event *ev;
+		struct matrix_input in;
+		const struct matrix_event *ev;
 		size_t nev, n = 0;
 
 		for (j = i;

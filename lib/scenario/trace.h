@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 
 /* One trace line. */
 struct trace_row {
@@ -70,9 +70,9 @@ int trace_read(struct trace *t, FILE *f, const char *name, FILE *err);
  * first appearance).  cb gets every event the engine reports, with the
  * interval. Returns 0, -1 on failure.
  */
-int trace_replay(const struct trace *t, const struct c4m_params *p,
+int trace_replay(const struct trace *t, const struct matrix_params *p,
 		 void (*cb)(void *arg, uint64_t interval,
-			    const struct c4m_event *e),
+			    const struct matrix_event *e),
 		 void *arg);
 
 void trace_free(struct trace *t);

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "scen.h"
 
 #define C4SCEN_MAX_INTERVALS 100000
@@ -51,7 +51,7 @@ num(const char *s, unsigned long max)
 }
 
 static void
-print_event(const struct c4m_event *e)
+print_event(const struct matrix_event *e)
 {
 	unsigned i;
 	char why[256];
@@ -66,22 +66,22 @@ print_event(const struct c4m_event *e)
 	       e->confidence, e->ncells_total, e->ambiguous ? " ambiguous" : "",
 	       e->action, e->isolate_host);
 	for (i = 0; i < e->nsuspects; i++) {
-		const struct c4m_suspect *s = &e->suspects[i];
+		const struct matrix_suspect *s = &e->suspects[i];
 
 		printf("  suspect %s host %u gpu %u nic %u",
 		       matrix_role_name(s->role), s->host, s->gpu, s->nic);
-		if (s->role == C4M_ROLE_LINK)
+		if (s->role == MATRIX_ROLE_LINK)
 			printf(" -> host %u gpu %u nic %u", s->peer_host,
 			       s->peer_gpu, s->peer_nic);
 		printf(" (comm %016" PRIx64 " rank %u", s->comm, s->rank);
-		if (s->role == C4M_ROLE_LINK)
+		if (s->role == MATRIX_ROLE_LINK)
 			printf("->%u", s->peer_rank);
 		printf(")\n");
 	}
 }
 
 static void
-dump(const struct c4m_input *in)
+dump(const struct matrix_input *in)
 {
 	size_t i;
 
@@ -109,8 +109,8 @@ main(int argc, char **argv)
 	struct scen *s = NULL;
 	struct matrix *m = NULL;
 	struct scen_fault f;
-	struct c4m_input in;
-	const struct c4m_event *ev;
+	struct matrix_input in;
+	const struct matrix_event *ev;
 	size_t nev, k;
 	unsigned long nint = 16;
 	int opt, dumpit = 0, quiet = 0, rc = 1, nf = 0;

@@ -295,7 +295,7 @@ sim_agents_stop(struct sim *m)
  * (.99,p99) (1,max), weighted to the sample count.  Input in us.
  */
 static int
-sim_sketch(struct sketch *sk, const struct c4m_stats *st)
+sim_sketch(struct sketch *sk, const struct matrix_stats *st)
 {
 	static const double q[] = {0.0, 0.5, 0.9, 0.99, 1.0};
 	double v[5];
@@ -338,11 +338,11 @@ static int
 sim_algo(uint8_t a)
 {
 	switch (a) {
-	case C4M_ALGO_RING:
+	case MATRIX_ALGO_RING:
 		return C4CLIENT_ALGO_RING;
-	case C4M_ALGO_TREE:
+	case MATRIX_ALGO_TREE:
 		return C4CLIENT_ALGO_TREE;
-	case C4M_ALGO_P2P:
+	case MATRIX_ALGO_P2P:
 		return 8; /* ALGO_P2P on the wire */
 	default:
 		return C4CLIENT_ALGO_OTHER;
@@ -353,11 +353,11 @@ static int
 sim_transport(uint8_t t)
 {
 	switch (t) {
-	case C4M_TR_NVLINK:
+	case MATRIX_TR_NVLINK:
 		return C4CLIENT_NVLINK;
-	case C4M_TR_PCIE:
+	case MATRIX_TR_PCIE:
 		return C4CLIENT_PCIE;
-	case C4M_TR_SHM:
+	case MATRIX_TR_SHM:
 		return C4CLIENT_SHM;
 	default:
 		return C4CLIENT_NET;
@@ -455,7 +455,7 @@ sim_register(struct sim *m, struct sim_rankmap **out, uint32_t *nout)
 			size_t k = 0;
 
 			for (uint32_t r = 0; r < n; r++) {
-				struct c4m_rank_loc loc;
+				struct matrix_rank_loc loc;
 
 				scen_rank_loc(m->s, i, r, &loc);
 				maps[i].host[r] = loc.host;
@@ -493,7 +493,7 @@ sim_register(struct sim *m, struct sim_rankmap **out, uint32_t *nout)
 
 /* Splits one interval of the whole job by host and reports it. */
 static int
-sim_report(struct sim *m, uint32_t iv, const struct c4m_input *in,
+sim_report(struct sim *m, uint32_t iv, const struct matrix_input *in,
 	   const struct sim_rankmap *maps, uint32_t nmaps, struct sim_buf *bufs)
 {
 	uint64_t now_ns;
@@ -546,7 +546,7 @@ sim_report(struct sim *m, uint32_t iv, const struct c4m_input *in,
 		}
 	}
 	for (size_t i = 0; i < in->ncoll; i++) {
-		const struct c4m_coll *c = &in->coll[i];
+		const struct matrix_coll *c = &in->coll[i];
 		uint32_t h = sim_host_of(maps, nmaps, c->comm, c->rank);
 		struct sim_buf *b;
 		struct c4client_coll *o;
@@ -612,7 +612,7 @@ sim_report(struct sim *m, uint32_t iv, const struct c4m_input *in,
 		o->ops = op;
 	}
 	for (size_t i = 0; i < in->nconn; i++) {
-		const struct c4m_conn *c = &in->conn[i];
+		const struct matrix_conn *c = &in->conn[i];
 		uint32_t h = sim_host_of(maps, nmaps, c->comm, c->src);
 		struct sim_buf *b;
 		struct c4client_conn *o;
@@ -641,7 +641,7 @@ sim_report(struct sim *m, uint32_t iv, const struct c4m_input *in,
 		o->transfer_time = c->xfer.count ? k : NULL;
 	}
 	for (size_t i = 0; i < in->nwait; i++) {
-		const struct c4m_wait *w = &in->wait[i];
+		const struct matrix_wait *w = &in->wait[i];
 		uint32_t h = sim_host_of(maps, nmaps, w->comm, w->rank);
 		struct sim_buf *b;
 		struct c4client_wait *o;
@@ -984,7 +984,7 @@ main(int argc, char **argv)
 	fflush(stdout);
 	sim_sleep_until(sim_next_boundary_ms((uint32_t)m.c.interval, 1));
 	for (uint32_t iv = 0; iv < (uint32_t)m.c.intervals && !sim_stop; iv++) {
-		struct c4m_input in;
+		struct matrix_input in;
 
 		if (scen_interval(m.s, iv, &in) < 0)
 			goto out;

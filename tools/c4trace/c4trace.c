@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "trace.h"
 
 struct out {
@@ -33,13 +33,13 @@ usage(void)
 }
 
 static void
-print_event(void *arg, uint64_t interval, const struct c4m_event *e)
+print_event(void *arg, uint64_t interval, const struct matrix_event *e)
 {
 	struct out *o = arg;
 	char why[256];
 	unsigned i;
 
-	if (e->state == C4M_ST_UPDATED && !o->all)
+	if (e->state == MATRIX_ST_UPDATED && !o->all)
 		return;
 	o->events++;
 	printf("interval %" PRIu64 " %s %s comm %016" PRIx64 " ranks", interval,

@@ -37,16 +37,16 @@ efx_done(struct events_fx *f)
 }
 
 /* A slow receive side on node-0 mlx5_0, as the engine reports it. */
-static const struct c4m_event *
-slow_rx(struct c4m_event *e, uint64_t cid, uint8_t state)
+static const struct matrix_event *
+slow_rx(struct matrix_event *e, uint64_t cid, uint8_t state)
 {
 	memset(e, 0, sizeof(*e));
 	e->id = cid;
-	e->kind = C4M_EV_COMM_SLOW_RX;
+	e->kind = MATRIX_EV_COMM_SLOW_RX;
 	e->state = state;
 	e->comm = 0xa1;
 	e->nsuspects = 1;
-	e->suspects[0].role = C4M_ROLE_RX;
+	e->suspects[0].role = MATRIX_ROLE_RX;
 	e->suspects[0].rank = 3;
 	e->suspects[0].port = 1;
 	e->slowdown = 2.5;
@@ -56,11 +56,11 @@ slow_rx(struct c4m_event *e, uint64_t cid, uint8_t state)
 START_TEST(test_events_lifecycle)
 {
 	struct events_fx f;
-	struct c4m_event e;
+	struct matrix_event e;
 	struct fx_seen *s = &f.seen;
 
 	efx_init(&f);
-	events_apply(&f.evs, slow_rx(&e, 42, C4M_ST_OPEN), 5000000000ull);
+	events_apply(&f.evs, slow_rx(&e, 42, MATRIX_ST_OPEN), 5000000000ull);
 	ck_assert_uint_eq(s->n, 1);
 	ck_assert_int_eq(s->state[0], C4__EVENT_STATE__EVENT_OPEN);
 	ck_assert_int_eq(s->kind[0], C4__EVENT_KIND__EVENT_COMM_SLOW_RX);
@@ -71,9 +71,10 @@ START_TEST(test_events_lifecycle)
 	ck_assert_uint_eq(events_hot_comm(&f.evs), 0xa1);
 
 	/* updated, and opened again while open: one event, new revisions */
-	events_apply(&f.evs, slow_rx(&e, 42, C4M_ST_UPDATED), 6000000000ull);
-	events_apply(&f.evs, slow_rx(&e, 42, C4M_ST_OPEN), 7000000000ull);
-	events_apply(&f.evs, slow_rx(&e, 42, C4M_ST_RESOLVED), 8000000000ull);
+	events_apply(&f.evs, slow_rx(&e, 42, MATRIX_ST_UPDATED), 6000000000ull);
+	events_apply(&f.evs, slow_rx(&e, 42, MATRIX_ST_OPEN), 7000000000ull);
+	events_apply(&f.evs, slow_rx(&e, 42, MATRIX_ST_RESOLVED),
+		     8000000000ull);
 	ck_assert_uint_eq(s->n, 4);
 	for (size_t i = 1; i < 4; i++) {
 		ck_assert_str_eq(s->id[i], s->id[0]);
@@ -86,7 +87,8 @@ START_TEST(test_events_lifecycle)
 	ck_assert_uint_eq(f.evs.n, 0);
 
 	/* an event never opened here is ignored */
-	events_apply(&f.evs, slow_rx(&e, 43, C4M_ST_RESOLVED), 9000000000ull);
+	events_apply(&f.evs, slow_rx(&e, 43, MATRIX_ST_RESOLVED),
+		     9000000000ull);
 	ck_assert_uint_eq(s->n, 4);
 	ck_assert_uint_eq(f.st.events_open, 1);
 	ck_assert_uint_eq(f.st.events_updated, 2);
@@ -98,13 +100,14 @@ END_TEST
 START_TEST(test_events_adopt)
 {
 	struct events_fx f, first;
-	struct c4m_event e;
+	struct matrix_event e;
 	C4__Event ev = C4__EVENT__INIT;
 	struct fx_seen *s = &f.seen;
 
 	/* the id a previous run gave this anomaly */
 	efx_init(&first);
-	events_apply(&first.evs, slow_rx(&e, 42, C4M_ST_OPEN), 5000000000ull);
+	events_apply(&first.evs, slow_rx(&e, 42, MATRIX_ST_OPEN),
+		     5000000000ull);
 	efx_done(&first);
 
 	efx_init(&f);
@@ -119,7 +122,7 @@ START_TEST(test_events_adopt)
 	ck_assert_uint_eq(s->n, 0);
 
 	/* the engine sees the first again: it continues, no second open */
-	events_apply(&f.evs, slow_rx(&e, 99, C4M_ST_OPEN), 9000000000ull);
+	events_apply(&f.evs, slow_rx(&e, 99, MATRIX_ST_OPEN), 9000000000ull);
 	ck_assert_uint_eq(s->n, 1);
 	ck_assert_int_eq(s->state[0], C4__EVENT_STATE__EVENT_UPDATED);
 	ck_assert_str_eq(s->id[0], first.seen.id[0]);

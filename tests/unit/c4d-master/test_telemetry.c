@@ -20,7 +20,7 @@ struct tele_fx {
 static void
 tfx_init(struct tele_fx *f)
 {
-	struct c4m_params mp;
+	struct matrix_params mp;
 
 	memset(f, 0, sizeof(*f));
 	matrix_params_default(&mp);
@@ -159,13 +159,13 @@ START_TEST(test_tele_batch)
 	ck_assert_uint_eq(f.hosts.v[hid].nq, 1);
 	w = &f.hosts.v[hid].q[f.hosts.v[hid].head];
 	ck_assert_uint_eq(w->ncoll, 2);
-	ck_assert_uint_eq(w->coll[0].algo, C4M_ALGO_RING);
+	ck_assert_uint_eq(w->coll[0].algo, MATRIX_ALGO_RING);
 	ck_assert_double_eq_tol(w->coll[0].kernel.sum, 8.0, 1e-9);
 	ck_assert_double_eq_tol(w->coll[0].kernel.p50, 2.0, 1e-9);
 	ck_assert_uint_eq(w->coll[1].rank, 1);
 	ck_assert_uint_eq(w->coll[1].seq_done, 5);
 	ck_assert_uint_eq(w->nconn, 1);
-	ck_assert_uint_eq(w->conn[0].transport, C4M_TR_NET);
+	ck_assert_uint_eq(w->conn[0].transport, MATRIX_TR_NET);
 	ck_assert_double_eq_tol(w->conn[0].xfer.max, 3.0, 1e-9);
 	ck_assert_uint_eq(f.st.timing_refused, 1);
 	ck_assert_uint_eq(f.st.batches, 1);

@@ -18,14 +18,14 @@ struct views_fx {
 	struct tele t;
 	struct fx_seen seen;
 	struct events evs;
-	struct c4m_conn last[5];
+	struct matrix_conn last[5];
 	struct views_src src;
 	struct arena a;
 };
 
 /* Set to c with p50 us per chunk of 1 KiB (so p50 ns per byte). */
 static void
-conn(struct c4m_conn *c, uint64_t comm, uint32_t src, uint8_t transport,
+conn(struct matrix_conn *c, uint64_t comm, uint32_t src, uint8_t transport,
      double p50)
 {
 	memset(c, 0, sizeof(*c));
@@ -45,7 +45,7 @@ conn(struct c4m_conn *c, uint64_t comm, uint32_t src, uint8_t transport,
 static void
 vfx_init(struct views_fx *f)
 {
-	struct c4m_params mp;
+	struct matrix_params mp;
 	struct msg_err err = {0};
 	struct fx_comm c;
 
@@ -60,12 +60,12 @@ vfx_init(struct views_fx *f)
 			 0);
 	ck_assert_int_eq(tele_register(&f->t, fx_comm(&c, 0xa1, 3, 2, 1), &err),
 			 0);
-	conn(&f->last[0], 0xa1, 0, C4M_TR_NET, 1);
-	conn(&f->last[1], 0xa1, 1, C4M_TR_NET, 2);
-	conn(&f->last[2], 0xa1, 2, C4M_TR_NET, 4);
-	conn(&f->last[3], 0xa1, 3, C4M_TR_NET, 9);
+	conn(&f->last[0], 0xa1, 0, MATRIX_TR_NET, 1);
+	conn(&f->last[1], 0xa1, 1, MATRIX_TR_NET, 2);
+	conn(&f->last[2], 0xa1, 2, MATRIX_TR_NET, 4);
+	conn(&f->last[3], 0xa1, 3, MATRIX_TR_NET, 9);
 	f->last[3].bytes = 0; /* moved nothing: no value */
-	conn(&f->last[4], 0xb2, 0, C4M_TR_NVLINK, 1);
+	conn(&f->last[4], 0xb2, 0, MATRIX_TR_NVLINK, 1);
 	f->src.hosts = &f->hosts;
 	f->src.tele = &f->t;
 	f->src.events = &f->evs;
@@ -160,14 +160,14 @@ START_TEST(test_views_default)
 {
 	struct views_fx f;
 	C4__AdminReply r = C4__ADMIN_REPLY__INIT;
-	struct c4m_event e;
+	struct matrix_event e;
 
 	vfx_init(&f);
 	/* an open communication event names the communicator to show */
 	memset(&e, 0, sizeof(e));
 	e.id = 1;
-	e.kind = C4M_EV_COMM_HANG;
-	e.state = C4M_ST_OPEN;
+	e.kind = MATRIX_EV_COMM_HANG;
+	e.state = MATRIX_ST_OPEN;
 	e.comm = 0xb2;
 	events_apply(&f.evs, &e, 1000000000ull);
 	ck_assert_int_eq(views_matrix(&f.src, 0, &f.a, &r), 0);

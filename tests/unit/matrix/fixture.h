@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 
 #define FX_MAX_CONN  256
 #define FX_MAX_RANK  64
@@ -21,12 +21,12 @@
 struct fx {
 	uint64_t comm;
 	uint32_t nranks;
-	struct c4m_rank_loc loc[FX_MAX_RANK];
-	struct c4m_conn conn[FX_MAX_CONN];
+	struct matrix_rank_loc loc[FX_MAX_RANK];
+	struct matrix_conn conn[FX_MAX_CONN];
 	double slow[FX_MAX_CONN]; /* factor on conn i this interval */
 	size_t nconn;
-	struct c4m_coll coll[FX_MAX_RANK];
-	struct c4m_wait wait[FX_MAX_RANK];
+	struct matrix_coll coll[FX_MAX_RANK];
+	struct matrix_wait wait[FX_MAX_RANK];
 	uint64_t seed;
 	double jit;	   /* uniform jitter amplitude (default 0.01) */
 	int chunks_follow; /* a slowed connection moves fewer chunks */
@@ -58,14 +58,14 @@ fx_init(struct fx *f, uint32_t nranks, uint64_t comm)
 static inline void
 fx_conn(struct fx *f, uint32_t src, uint32_t dst, uint8_t algo)
 {
-	struct c4m_conn *c = &f->conn[f->nconn++];
+	struct matrix_conn *c = &f->conn[f->nconn++];
 
 	memset(c, 0, sizeof(*c));
 	c->comm = f->comm;
 	c->src = src;
 	c->dst = dst;
 	c->algo = algo;
-	c->transport = C4M_TR_NET;
+	c->transport = MATRIX_TR_NET;
 	c->channels = 1;
 }
 
@@ -75,7 +75,7 @@ fx_ring(struct fx *f)
 	uint32_t r;
 
 	for (r = 0; r < f->nranks; r++)
-		fx_conn(f, r, (r + 1) % f->nranks, C4M_ALGO_RING);
+		fx_conn(f, r, (r + 1) % f->nranks, MATRIX_ALGO_RING);
 }
 
 /* Heap-ordered binary tree, edges both ways. */
@@ -85,19 +85,19 @@ fx_tree(struct fx *f)
 	uint32_t r;
 
 	for (r = 1; r < f->nranks; r++) {
-		fx_conn(f, r, (r - 1) / 2, C4M_ALGO_TREE);
-		fx_conn(f, (r - 1) / 2, r, C4M_ALGO_TREE);
+		fx_conn(f, r, (r - 1) / 2, MATRIX_ALGO_TREE);
+		fx_conn(f, (r - 1) / 2, r, MATRIX_ALGO_TREE);
 	}
 }
 
 /* Fill this interval's transfer statistics (slow[] applied, then reset). */
 static inline void
-fx_fill(struct fx *f, struct c4m_input *in, uint64_t iv)
+fx_fill(struct fx *f, struct matrix_input *in, uint64_t iv)
 {
 	size_t i;
 
 	for (i = 0; i < f->nconn; i++) {
-		struct c4m_conn *c = &f->conn[i];
+		struct matrix_conn *c = &f->conn[i];
 		double s = f->slow[i] > 0 ? f->slow[i] : 1.0;
 		double t = FX_US_PER_MB * s * fx_jitter(f);
 
@@ -133,8 +133,8 @@ fx_slow(struct fx *f, int64_t src, int64_t dst, double factor)
 }
 
 /* Find the first event of kind in state among ev[0..n), or NULL. */
-static inline const struct c4m_event *
-fx_find(const struct c4m_event *ev, size_t n, unsigned kind, unsigned state)
+static inline const struct matrix_event *
+fx_find(const struct matrix_event *ev, size_t n, unsigned kind, unsigned state)
 {
 	size_t i;
 

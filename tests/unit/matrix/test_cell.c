@@ -6,7 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "fixture.h"
 
 #define NR 8
@@ -14,9 +14,9 @@
 struct run {
 	struct matrix *m;
 	struct fx f;
-	unsigned opened[C4M_EV_COUNT];
-	unsigned resolved[C4M_EV_COUNT];
-	struct c4m_event first_open; /* first opened event */
+	unsigned opened[MATRIX_EV_COUNT];
+	unsigned resolved[MATRIX_EV_COUNT];
+	struct matrix_event first_open; /* first opened event */
 	int have_open;
 	uint64_t open_iv;
 };
@@ -30,8 +30,8 @@ static int follow;
 static void
 run_job_n(struct run *r, uint32_t nranks, int tree, slow_fn slow, uint64_t nint)
 {
-	struct c4m_input in;
-	const struct c4m_event *ev;
+	struct matrix_input in;
+	const struct matrix_event *ev;
 	size_t nev, k;
 	uint64_t iv;
 
@@ -50,7 +50,7 @@ run_job_n(struct run *r, uint32_t nranks, int tree, slow_fn slow, uint64_t nint)
 		fx_fill(&r->f, &in, iv);
 		ck_assert_int_eq(matrix_analyze(r->m, &in, &ev, &nev), 0);
 		for (k = 0; k < nev; k++) {
-			if (ev[k].state == C4M_ST_OPEN) {
+			if (ev[k].state == MATRIX_ST_OPEN) {
 				r->opened[ev[k].kind]++;
 				if (!r->have_open) {
 					r->first_open = ev[k];
@@ -58,7 +58,7 @@ run_job_n(struct run *r, uint32_t nranks, int tree, slow_fn slow, uint64_t nint)
 					r->open_iv = iv;
 				}
 			}
-			if (ev[k].state == C4M_ST_RESOLVED)
+			if (ev[k].state == MATRIX_ST_RESOLVED)
 				r->resolved[ev[k].kind]++;
 		}
 	}
@@ -76,7 +76,7 @@ total(const unsigned *v)
 {
 	unsigned i, n = 0;
 
-	for (i = 0; i < C4M_EV_COUNT; i++)
+	for (i = 0; i < MATRIX_EV_COUNT; i++)
 		n += v[i];
 	return n;
 }
@@ -91,21 +91,21 @@ slow_link(struct fx *f, uint64_t iv)
 START_TEST(test_link)
 {
 	struct run r;
-	const struct c4m_suspect *s;
+	const struct matrix_suspect *s;
 
 	run_job(&r, 1, slow_link, 20);
 	ck_assert_uint_eq(total(r.opened), 1);
-	ck_assert_uint_eq(r.opened[C4M_EV_COMM_SLOW_LINK], 1);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_SLOW_LINK], 1);
 	ck_assert_uint_eq(r.open_iv, 9); /* hot at 8 and 9: 2 of 3 */
 	ck_assert_uint_eq(r.first_open.first_interval, 8);
 	s = &r.first_open.suspects[0];
-	ck_assert_uint_eq(s->role, C4M_ROLE_LINK);
+	ck_assert_uint_eq(s->role, MATRIX_ROLE_LINK);
 	ck_assert_uint_eq(s->host, 2);
 	ck_assert_uint_eq(s->peer_host, 3);
 	ck_assert(r.first_open.slowdown > 1.4 && r.first_open.slowdown < 1.6);
-	ck_assert_uint_eq(r.first_open.action, C4M_ACT_CHECK_LINK);
+	ck_assert_uint_eq(r.first_open.action, MATRIX_ACT_CHECK_LINK);
 	/* cleared at 14: resolved once, after resolve_n clean intervals */
-	ck_assert_uint_eq(r.resolved[C4M_EV_COMM_SLOW_LINK], 1);
+	ck_assert_uint_eq(r.resolved[MATRIX_EV_COMM_SLOW_LINK], 1);
 }
 END_TEST
 
@@ -122,11 +122,11 @@ START_TEST(test_tx_row)
 
 	run_job(&r, 1, slow_tx, 16);
 	ck_assert_uint_eq(total(r.opened), 1);
-	ck_assert_uint_eq(r.opened[C4M_EV_COMM_SLOW_TX], 1);
-	ck_assert_uint_eq(r.first_open.suspects[0].role, C4M_ROLE_TX);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_SLOW_TX], 1);
+	ck_assert_uint_eq(r.first_open.suspects[0].role, MATRIX_ROLE_TX);
 	ck_assert_uint_eq(r.first_open.suspects[0].host, 4);
 	ck_assert_uint_eq(r.first_open.isolate_host, 4);
-	ck_assert_uint_eq(r.first_open.action, C4M_ACT_ISOLATE_HOST);
+	ck_assert_uint_eq(r.first_open.action, MATRIX_ACT_ISOLATE_HOST);
 	ck_assert_uint_ge(r.first_open.ncells, 2);
 }
 END_TEST
@@ -144,8 +144,8 @@ START_TEST(test_rx_column)
 
 	run_job(&r, 1, slow_rx, 16);
 	ck_assert_uint_eq(total(r.opened), 1);
-	ck_assert_uint_eq(r.opened[C4M_EV_COMM_SLOW_RX], 1);
-	ck_assert_uint_eq(r.first_open.suspects[0].role, C4M_ROLE_RX);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_SLOW_RX], 1);
+	ck_assert_uint_eq(r.first_open.suspects[0].role, MATRIX_ROLE_RX);
 	ck_assert_uint_eq(r.first_open.suspects[0].host, 5);
 }
 END_TEST
@@ -154,22 +154,22 @@ END_TEST
 START_TEST(test_ring_ambiguous)
 {
 	struct run r;
-	const struct c4m_event *e;
+	const struct matrix_event *e;
 	int tx = 0, link = 0, rx = 0;
 	unsigned i;
 
 	run_job(&r, 0, slow_link, 14);
 	ck_assert_uint_eq(total(r.opened), 1);
-	ck_assert_uint_eq(r.opened[C4M_EV_COMM_SLOW_AMBIG], 1);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_SLOW_AMBIG], 1);
 	e = &r.first_open;
 	ck_assert(e->ambiguous);
-	ck_assert_uint_eq(e->action, C4M_ACT_INVESTIGATE);
+	ck_assert_uint_eq(e->action, MATRIX_ACT_INVESTIGATE);
 	for (i = 0; i < e->nsuspects; i++) {
-		const struct c4m_suspect *s = &e->suspects[i];
+		const struct matrix_suspect *s = &e->suspects[i];
 
-		tx |= s->role == C4M_ROLE_TX && s->host == 2;
-		rx |= s->role == C4M_ROLE_RX && s->host == 3;
-		link |= s->role == C4M_ROLE_LINK && s->host == 2 &&
+		tx |= s->role == MATRIX_ROLE_TX && s->host == 2;
+		rx |= s->role == MATRIX_ROLE_RX && s->host == 3;
+		link |= s->role == MATRIX_ROLE_LINK && s->host == 2 &&
 			s->peer_host == 3;
 	}
 	ck_assert(tx && link && rx);
@@ -206,20 +206,20 @@ slow_pair_from_start(struct fx *f, uint64_t iv)
 START_TEST(test_pair)
 {
 	struct run r;
-	const struct c4m_event *e;
+	const struct matrix_event *e;
 	int tx = 0, rx = 0;
 	unsigned i;
 
 	run_job_n(&r, 2, 0, slow_pair, 24);
 	ck_assert_uint_eq(total(r.opened), 1);
-	ck_assert_uint_eq(r.opened[C4M_EV_COMM_SLOW_AMBIG], 1);
-	ck_assert_uint_eq(r.resolved[C4M_EV_COMM_SLOW_AMBIG], 1);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_SLOW_AMBIG], 1);
+	ck_assert_uint_eq(r.resolved[MATRIX_EV_COMM_SLOW_AMBIG], 1);
 	e = &r.first_open;
 	ck_assert_uint_le(r.open_iv, 10);
 	for (i = 0; i < e->nsuspects; i++) {
-		tx |= e->suspects[i].role == C4M_ROLE_TX &&
+		tx |= e->suspects[i].role == MATRIX_ROLE_TX &&
 		      e->suspects[i].host == 1;
-		rx |= e->suspects[i].role == C4M_ROLE_RX &&
+		rx |= e->suspects[i].role == MATRIX_ROLE_RX &&
 		      e->suspects[i].host == 0;
 	}
 	ck_assert(tx && rx);
@@ -232,7 +232,7 @@ START_TEST(test_pair)
 	follow = 0;
 	ck_assert_uint_ge(total(r.opened), 1);
 	ck_assert_uint_le(total(r.opened), 2);
-	ck_assert_uint_eq(r.opened[C4M_EV_COMM_SLOW_AMBIG], total(r.opened));
+	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_SLOW_AMBIG], total(r.opened));
 	tx = rx = 0;
 	for (i = 0; i < r.first_open.nsuspects; i++) {
 		tx |= r.first_open.suspects[i].host == 1;
@@ -278,7 +278,7 @@ START_TEST(test_cold_start)
 	struct run r;
 
 	run_job(&r, 1, slow_from_start, 10);
-	ck_assert_uint_eq(r.opened[C4M_EV_COMM_SLOW_LINK], 1);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_SLOW_LINK], 1);
 	ck_assert_uint_eq(total(r.opened), 1);
 }
 END_TEST
@@ -309,8 +309,8 @@ START_TEST(test_no_resolution_without_data)
 {
 	struct matrix *m = matrix_new(NULL);
 	struct fx f;
-	struct c4m_input in;
-	const struct c4m_event *ev;
+	struct matrix_input in;
+	const struct matrix_event *ev;
 	size_t nev, k;
 	unsigned opened = 0, resolved = 0;
 	uint64_t iv, resolved_iv = 0;
@@ -332,8 +332,8 @@ START_TEST(test_no_resolution_without_data)
 			in.nconn = 0; /* stalled: nothing moves */
 		ck_assert_int_eq(matrix_analyze(m, &in, &ev, &nev), 0);
 		for (k = 0; k < nev; k++) {
-			opened += ev[k].state == C4M_ST_OPEN;
-			if (ev[k].state == C4M_ST_RESOLVED) {
+			opened += ev[k].state == MATRIX_ST_OPEN;
+			if (ev[k].state == MATRIX_ST_RESOLVED) {
 				resolved++;
 				resolved_iv = iv;
 			}
@@ -341,7 +341,7 @@ START_TEST(test_no_resolution_without_data)
 	}
 	ck_assert_uint_eq(opened, 1);
 	ck_assert_uint_eq(resolved, 1);
-	ck_assert_uint_ge(resolved_iv, 17 + C4M_DEF_RESOLVE_N - 1);
+	ck_assert_uint_ge(resolved_iv, 17 + MATRIX_DEF_RESOLVE_N - 1);
 	matrix_free(m);
 }
 END_TEST
@@ -354,11 +354,11 @@ END_TEST
 static uint64_t
 weak_path(double h)
 {
-	struct c4m_params p;
+	struct matrix_params p;
 	struct matrix *m;
 	struct fx f;
-	struct c4m_input in;
-	const struct c4m_event *ev;
+	struct matrix_input in;
+	const struct matrix_event *ev;
 	size_t nev, k;
 	uint64_t iv, opened = 0;
 
@@ -377,7 +377,7 @@ weak_path(double h)
 		fx_fill(&f, &in, iv);
 		ck_assert_int_eq(matrix_analyze(m, &in, &ev, &nev), 0);
 		for (k = 0; k < nev; k++) {
-			if (ev[k].state != C4M_ST_OPEN)
+			if (ev[k].state != MATRIX_ST_OPEN)
 				continue;
 			/* nothing but the slowed path may open */
 			ck_assert_uint_ge(iv, 10);
@@ -392,7 +392,7 @@ weak_path(double h)
 
 START_TEST(test_cusum_weak_path)
 {
-	uint64_t with = weak_path(C4M_DEF_CUSUM_H);
+	uint64_t with = weak_path(MATRIX_DEF_CUSUM_H);
 	uint64_t without = weak_path(1e9);
 
 	ck_assert_uint_gt(with, 0);
@@ -404,11 +404,11 @@ END_TEST
 START_TEST(test_malformed)
 {
 	struct matrix *m = matrix_new(NULL);
-	struct c4m_conn c;
-	struct c4m_input in;
-	const struct c4m_event *ev;
+	struct matrix_conn c;
+	struct matrix_input in;
+	const struct matrix_event *ev;
 	size_t nev;
-	struct c4m_rank_loc loc[2] = {{.host = 0}, {.host = 1}};
+	struct matrix_rank_loc loc[2] = {{.host = 0}, {.host = 1}};
 
 	ck_assert_int_eq(matrix_comm_add(m, 1, 2, loc), 0);
 	ck_assert_int_eq(matrix_comm_add(m, 1, 3, loc), -1);

@@ -6,7 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "fixture.h"
 
 #define NR    8
@@ -41,13 +41,13 @@ enum scenario {
 };
 
 struct result {
-	unsigned opened[C4M_EV_COUNT];
-	struct c4m_event first[C4M_EV_COUNT];
-	uint64_t open_iv[C4M_EV_COUNT];
+	unsigned opened[MATRIX_EV_COUNT];
+	struct matrix_event first[MATRIX_EV_COUNT];
+	uint64_t open_iv[MATRIX_EV_COUNT];
 };
 
 static void
-progress(struct c4m_coll *c, uint64_t comm, uint32_t rank, uint64_t done,
+progress(struct matrix_coll *c, uint64_t comm, uint32_t rank, uint64_t done,
 	 uint64_t enter, uint32_t nops)
 {
 	memset(c, 0, sizeof(*c));
@@ -70,11 +70,11 @@ progress(struct c4m_coll *c, uint64_t comm, uint32_t rank, uint64_t done,
 static void
 run(enum scenario sc, struct result *res)
 {
-	static struct c4m_coll coll[2 * NR];
+	static struct matrix_coll coll[2 * NR];
 	struct matrix *m = matrix_new(NULL);
 	struct fx f;
-	struct c4m_input in;
-	const struct c4m_event *ev;
+	struct matrix_input in;
+	const struct matrix_event *ev;
 	size_t nev, k, n;
 	uint64_t iv, done;
 	uint32_t r;
@@ -145,7 +145,7 @@ run(enum scenario sc, struct result *res)
 		}
 		ck_assert_int_eq(matrix_analyze(m, &in, &ev, &nev), 0);
 		for (k = 0; k < nev; k++) {
-			if (ev[k].state != C4M_ST_OPEN)
+			if (ev[k].state != MATRIX_ST_OPEN)
 				continue;
 			if (res->opened[ev[k].kind]++ == 0) {
 				res->first[ev[k].kind] = ev[k];
@@ -161,18 +161,18 @@ run(enum scenario sc, struct result *res)
 START_TEST(test_noncomm_hang)
 {
 	struct result r;
-	const struct c4m_event *e;
+	const struct matrix_event *e;
 
 	run(NONCOMM, &r);
-	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 1);
-	ck_assert_uint_eq(r.opened[C4M_EV_COMM_HANG], 0);
-	e = &r.first[C4M_EV_NONCOMM_HANG];
+	ck_assert_uint_eq(r.opened[MATRIX_EV_NONCOMM_HANG], 1);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_HANG], 0);
+	e = &r.first[MATRIX_EV_NONCOMM_HANG];
 	ck_assert_uint_eq(e->suspects[0].rank, 3);
 	ck_assert_uint_eq(e->suspects[0].host, 3);
 	ck_assert_uint_eq(e->hang_seq, HANG * STEPS + 1);
 	/* named within hang_timeout intervals of the stall */
-	ck_assert_uint_le(r.open_iv[C4M_EV_NONCOMM_HANG],
-			  HANG + C4M_DEF_HANG_TIMEOUT - 1);
+	ck_assert_uint_le(r.open_iv[MATRIX_EV_NONCOMM_HANG],
+			  HANG + MATRIX_DEF_HANG_TIMEOUT - 1);
 }
 END_TEST
 
@@ -187,51 +187,52 @@ START_TEST(test_enqueued_completion_hang_and_quiet)
 	struct result r;
 
 	run(ENQUEUED, &r);
-	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 1);
-	ck_assert_uint_eq(r.opened[C4M_EV_COMM_HANG], 0);
-	ck_assert_uint_eq(r.first[C4M_EV_NONCOMM_HANG].suspects[0].rank, 3);
-	ck_assert_uint_eq(r.first[C4M_EV_NONCOMM_HANG].hang_seq,
+	ck_assert_uint_eq(r.opened[MATRIX_EV_NONCOMM_HANG], 1);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_HANG], 0);
+	ck_assert_uint_eq(r.first[MATRIX_EV_NONCOMM_HANG].suspects[0].rank, 3);
+	ck_assert_uint_eq(r.first[MATRIX_EV_NONCOMM_HANG].hang_seq,
 			  HANG * STEPS + 1);
-	ck_assert_uint_le(r.open_iv[C4M_EV_NONCOMM_HANG],
-			  HANG + C4M_DEF_HANG_TIMEOUT);
+	ck_assert_uint_le(r.open_iv[MATRIX_EV_NONCOMM_HANG],
+			  HANG + MATRIX_DEF_HANG_TIMEOUT);
 	run(QUIET, &r);
-	for (unsigned k = 0; k < C4M_EV_COUNT; k++)
+	for (unsigned k = 0; k < MATRIX_EV_COUNT; k++)
 		ck_assert_uint_eq(r.opened[k], 0);
 	run(STALE, &r);
-	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_NONCOMM_HANG], 0);
 	/* everyone at op k, read done, but 1->2 stuck: a comm hang */
 	run(ENQ_COMM, &r);
-	ck_assert_uint_eq(r.opened[C4M_EV_COMM_HANG], 1);
-	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
-	ck_assert_uint_eq(r.first[C4M_EV_COMM_HANG].suspects[0].role,
-			  C4M_ROLE_LINK);
-	ck_assert_uint_eq(r.first[C4M_EV_COMM_HANG].suspects[0].host, 1);
-	ck_assert_uint_eq(r.first[C4M_EV_COMM_HANG].suspects[0].peer_host, 2);
-	ck_assert_uint_le(r.open_iv[C4M_EV_COMM_HANG],
-			  HANG + C4M_DEF_HANG_TIMEOUT);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_HANG], 1);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_NONCOMM_HANG], 0);
+	ck_assert_uint_eq(r.first[MATRIX_EV_COMM_HANG].suspects[0].role,
+			  MATRIX_ROLE_LINK);
+	ck_assert_uint_eq(r.first[MATRIX_EV_COMM_HANG].suspects[0].host, 1);
+	ck_assert_uint_eq(r.first[MATRIX_EV_COMM_HANG].suspects[0].peer_host,
+			  2);
+	ck_assert_uint_le(r.open_iv[MATRIX_EV_COMM_HANG],
+			  HANG + MATRIX_DEF_HANG_TIMEOUT);
 	/* no connection summary, rank 1 reports a stuck peer: named */
 	run(ENQ_PEER, &r);
-	ck_assert_uint_eq(r.opened[C4M_EV_COMM_HANG], 1);
-	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
-	ck_assert_uint_eq(r.first[C4M_EV_COMM_HANG].suspects[0].rank, 1);
-	ck_assert_uint_eq(r.first[C4M_EV_COMM_HANG].suspects[0].host, 1);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_HANG], 1);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_NONCOMM_HANG], 0);
+	ck_assert_uint_eq(r.first[MATRIX_EV_COMM_HANG].suspects[0].rank, 1);
+	ck_assert_uint_eq(r.first[MATRIX_EV_COMM_HANG].suspects[0].host, 1);
 }
 END_TEST
 
 START_TEST(test_comm_hang)
 {
 	struct result r;
-	const struct c4m_event *e;
+	const struct matrix_event *e;
 
 	run(COMM, &r);
-	ck_assert_uint_eq(r.opened[C4M_EV_COMM_HANG], 1);
-	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
-	e = &r.first[C4M_EV_COMM_HANG];
-	ck_assert_uint_eq(e->suspects[0].role, C4M_ROLE_LINK);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_HANG], 1);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_NONCOMM_HANG], 0);
+	e = &r.first[MATRIX_EV_COMM_HANG];
+	ck_assert_uint_eq(e->suspects[0].role, MATRIX_ROLE_LINK);
 	ck_assert_uint_eq(e->suspects[0].host, 1);
 	ck_assert_uint_eq(e->suspects[0].peer_host, 2);
-	ck_assert_uint_le(r.open_iv[C4M_EV_COMM_HANG],
-			  HANG + C4M_DEF_HANG_TIMEOUT - 1);
+	ck_assert_uint_le(r.open_iv[MATRIX_EV_COMM_HANG],
+			  HANG + MATRIX_DEF_HANG_TIMEOUT - 1);
 }
 END_TEST
 
@@ -243,10 +244,10 @@ END_TEST
 static unsigned
 run_job_end(int retire)
 {
-	static struct c4m_coll coll[NR];
+	static struct matrix_coll coll[NR];
 	struct matrix *m = matrix_new(NULL);
-	const struct c4m_event *ev;
-	struct c4m_input in;
+	const struct matrix_event *ev;
+	struct matrix_input in;
 	unsigned opened = 0;
 	size_t nev;
 	struct fx f;
@@ -271,7 +272,7 @@ run_job_end(int retire)
 		}
 		ck_assert_int_eq(matrix_analyze(m, &in, &ev, &nev), 0);
 		for (size_t k = 0; k < nev; k++)
-			opened += ev[k].state == C4M_ST_OPEN;
+			opened += ev[k].state == MATRIX_ST_OPEN;
 	}
 	ck_assert_int_eq(matrix_comm_retire(m, 0x1234), -1);
 	matrix_free(m);
@@ -290,12 +291,12 @@ START_TEST(test_node_lost)
 	struct result r;
 
 	run(LOST, &r);
-	ck_assert_uint_eq(r.opened[C4M_EV_NODE_LOST], 1);
-	ck_assert_uint_eq(r.first[C4M_EV_NODE_LOST].isolate_host, 2);
-	ck_assert_uint_le(r.open_iv[C4M_EV_NODE_LOST],
-			  HANG + C4M_DEF_NODE_TIMEOUT - 1);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_NODE_LOST], 1);
+	ck_assert_uint_eq(r.first[MATRIX_EV_NODE_LOST].isolate_host, 2);
+	ck_assert_uint_le(r.open_iv[MATRIX_EV_NODE_LOST],
+			  HANG + MATRIX_DEF_NODE_TIMEOUT - 1);
 	/* the stall of comm A is the lost node's doing, not a new hang */
-	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_NONCOMM_HANG], 0);
 }
 END_TEST
 
@@ -306,10 +307,10 @@ START_TEST(test_missing_but_blocked_elsewhere)
 
 	run(EXPLAINED, &r);
 	/* rank 3 is missing from A because it is stuck inside B */
-	for (i = 0; i < r.opened[C4M_EV_NONCOMM_HANG]; i++)
-		ck_assert_uint_ne(r.first[C4M_EV_NONCOMM_HANG].suspects[0].host,
-				  3);
-	ck_assert_uint_eq(r.opened[C4M_EV_NONCOMM_HANG], 0);
+	for (i = 0; i < r.opened[MATRIX_EV_NONCOMM_HANG]; i++)
+		ck_assert_uint_ne(
+			r.first[MATRIX_EV_NONCOMM_HANG].suspects[0].host, 3);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_NONCOMM_HANG], 0);
 }
 END_TEST
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "scen.h"
 
 #define NINT   20
@@ -32,8 +32,8 @@ episode(unsigned layout, const unsigned *kinds, unsigned nk, uint64_t seed,
 	int named[SCEN_MAX_FAULTS] = {0};
 	struct scen *s;
 	struct matrix *m;
-	struct c4m_input in;
-	const struct c4m_event *ev;
+	struct matrix_input in;
+	const struct matrix_event *ev;
 	size_t nev, k;
 	unsigned i, missed = 0;
 	uint32_t iv;
@@ -57,7 +57,7 @@ episode(unsigned layout, const unsigned *kinds, unsigned nk, uint64_t seed,
 		for (k = 0; k < nev; k++) {
 			int hit = 0;
 
-			if (ev[k].state != C4M_ST_OPEN)
+			if (ev[k].state != MATRIX_ST_OPEN)
 				continue;
 			for (i = 0; i < nk; i++) {
 				if (!score_matches(&ev[k], iv, &f[i]))
@@ -69,9 +69,9 @@ episode(unsigned layout, const unsigned *kinds, unsigned nk, uint64_t seed,
 				if (f[i].base == SCEN_F_COMM_HANG ||
 				    f[i].base == SCEN_F_NONCOMM_HANG ||
 				    f[i].base == SCEN_F_NODE_LOST)
-					ck_assert_uint_le(iv - f[i].start + 1,
-							  C4M_DEF_HANG_TIMEOUT +
-								  1);
+					ck_assert_uint_le(
+						iv - f[i].start + 1,
+						MATRIX_DEF_HANG_TIMEOUT + 1);
 			}
 			if (!hit) {
 				fprintf(stderr,

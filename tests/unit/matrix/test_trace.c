@@ -20,23 +20,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "trace.h"
 
 struct seen {
-	unsigned open[C4M_EV_COUNT];
+	unsigned open[MATRIX_EV_COUNT];
 	uint64_t first_iv;
 	uint32_t first_rank;
 };
 
 static void
-collect(void *arg, uint64_t interval, const struct c4m_event *e)
+collect(void *arg, uint64_t interval, const struct matrix_event *e)
 {
 	struct seen *s = arg;
 
-	if (e->state != C4M_ST_OPEN || e->kind >= C4M_EV_COUNT)
+	if (e->state != MATRIX_ST_OPEN || e->kind >= MATRIX_EV_COUNT)
 		return;
-	if (s->open[e->kind]++ == 0 && e->kind == C4M_EV_NONCOMM_SLOW) {
+	if (s->open[e->kind]++ == 0 && e->kind == MATRIX_EV_NONCOMM_SLOW) {
 		s->first_iv = interval;
 		s->first_rank = e->suspects[0].rank;
 	}
@@ -70,7 +70,7 @@ slow_named(const char *name, uint64_t lo, uint64_t hi)
 	struct seen s;
 
 	replay(name, &s);
-	ck_assert_uint_eq(s.open[C4M_EV_NONCOMM_SLOW], 1);
+	ck_assert_uint_eq(s.open[MATRIX_EV_NONCOMM_SLOW], 1);
 	ck_assert_uint_eq(s.first_rank, 1);
 	ck_assert_uint_ge(s.first_iv, lo);
 	ck_assert_uint_le(s.first_iv, hi);
@@ -100,7 +100,7 @@ START_TEST(test_healthy_quiet)
 	unsigned k;
 
 	replay("trace-h200x4-healthy.txt", &s);
-	for (k = 0; k < C4M_EV_COUNT; k++)
+	for (k = 0; k < MATRIX_EV_COUNT; k++)
 		ck_assert_uint_eq(s.open[k], 0);
 }
 END_TEST
@@ -111,7 +111,7 @@ START_TEST(test_hang_run_no_slow_rank)
 	struct seen s;
 
 	replay("trace-h200x4-hang.txt", &s);
-	ck_assert_uint_eq(s.open[C4M_EV_NONCOMM_SLOW], 0);
+	ck_assert_uint_eq(s.open[MATRIX_EV_NONCOMM_SLOW], 0);
 }
 END_TEST
 

@@ -5,7 +5,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "c4matrix.h"
+#include "matrix.h"
 #include "fixture.h"
 
 #define NR	16
@@ -47,15 +47,15 @@ defaults(void)
  * kernel and wait (to build the case where it does not wait least).
  */
 static void
-fill(struct fx *f, struct c4m_input *in, uint64_t iv, int slow,
+fill(struct fx *f, struct matrix_input *in, uint64_t iv, int slow,
      double gap_factor, double kern_factor, double wait_factor)
 {
 	uint32_t r;
 	double extra = slow >= 0 ? gap_us * (gap_factor - 1.0) : 0;
 
 	for (r = 0; r < nr; r++) {
-		struct c4m_coll *c = &f->coll[r];
-		struct c4m_wait *w = &f->wait[r];
+		struct matrix_coll *c = &f->coll[r];
+		struct matrix_wait *w = &f->wait[r];
 		double g = gap_us * fx_jitter(f), k = kern_us * fx_jitter(f);
 		double wt = WAIT_US * fx_jitter(f);
 
@@ -98,12 +98,12 @@ fill(struct fx *f, struct c4m_input *in, uint64_t iv, int slow,
 
 static unsigned
 run(int slow, double gap_factor, double kern_factor, double wait_factor,
-    struct c4m_event *first)
+    struct matrix_event *first)
 {
 	struct matrix *m = matrix_new(NULL);
 	struct fx f;
-	struct c4m_input in;
-	const struct c4m_event *ev;
+	struct matrix_input in;
+	const struct matrix_event *ev;
 	size_t nev, k;
 	unsigned opened = 0;
 	uint64_t iv;
@@ -115,7 +115,7 @@ run(int slow, double gap_factor, double kern_factor, double wait_factor,
 		     gap_factor, kern_factor, wait_factor);
 		ck_assert_int_eq(matrix_analyze(m, &in, &ev, &nev), 0);
 		for (k = 0; k < nev; k++)
-			if (ev[k].state == C4M_ST_OPEN && opened++ == 0) {
+			if (ev[k].state == MATRIX_ST_OPEN && opened++ == 0) {
 				*first = ev[k];
 				open_iv = iv;
 			}
@@ -126,11 +126,11 @@ run(int slow, double gap_factor, double kern_factor, double wait_factor,
 
 START_TEST(test_slow_rank)
 {
-	struct c4m_event e;
+	struct matrix_event e;
 
 	ck_assert_uint_eq(run(5, 1.2, 1.0, 1.0, &e), 1);
-	ck_assert_uint_eq(e.kind, C4M_EV_NONCOMM_SLOW);
-	ck_assert_uint_eq(e.suspects[0].role, C4M_ROLE_RANK);
+	ck_assert_uint_eq(e.kind, MATRIX_EV_NONCOMM_SLOW);
+	ck_assert_uint_eq(e.suspects[0].role, MATRIX_ROLE_RANK);
 	ck_assert_uint_eq(e.suspects[0].rank, 5);
 	ck_assert_uint_eq(e.suspects[0].host, 5);
 	ck_assert_uint_eq(e.isolate_host, 5);
@@ -141,7 +141,7 @@ END_TEST
 /* A long gap by a rank that also waits most is not the chain's origin. */
 START_TEST(test_long_gap_but_waits)
 {
-	struct c4m_event e;
+	struct matrix_event e;
 
 	ck_assert_uint_eq(run(5, 1.2, 3.0, 3.0, &e), 0);
 }
@@ -149,7 +149,7 @@ END_TEST
 
 START_TEST(test_no_fault)
 {
-	struct c4m_event e;
+	struct matrix_event e;
 
 	ck_assert_uint_eq(run(-1, 1.0, 1.0, 1.0, &e), 0);
 }
@@ -162,13 +162,13 @@ END_TEST
  */
 START_TEST(test_short_gap_jitter_costs_nothing)
 {
-	struct c4m_event e;
+	struct matrix_event e;
 
 	gap_us = 5000.0;
 	kern_us = 150000.0;
 	ck_assert_uint_eq(run(5, 1.25, 1.0, 1.0, &e), 0);
 	ck_assert_uint_eq(run(5, 3.0, 1.0, 1.0, &e), 1);
-	ck_assert_uint_eq(e.kind, C4M_EV_NONCOMM_SLOW);
+	ck_assert_uint_eq(e.kind, MATRIX_EV_NONCOMM_SLOW);
 	ck_assert_uint_eq(e.suspects[0].rank, 5);
 }
 END_TEST
@@ -179,11 +179,11 @@ END_TEST
  */
 START_TEST(test_small_comm_slow_rank)
 {
-	struct c4m_event e;
+	struct matrix_event e;
 
 	nr = (uint32_t)_i;
 	ck_assert_uint_eq(run(1, 1.3, 1.0, 1.0, &e), 1);
-	ck_assert_uint_eq(e.kind, C4M_EV_NONCOMM_SLOW);
+	ck_assert_uint_eq(e.kind, MATRIX_EV_NONCOMM_SLOW);
 	ck_assert_uint_eq(e.suspects[0].rank, 1);
 	ck_assert_uint_eq(e.isolate_host, 1);
 	ck_assert_uint_eq(run(-1, 1.0, 1.0, 1.0, &e), 0);
@@ -200,14 +200,14 @@ END_TEST
  */
 START_TEST(test_pause_is_not_lateness)
 {
-	struct c4m_event e;
+	struct matrix_event e;
 
 	nr = 4;
 	gap_n = 300;
 	pause_rank = 2;
 	ck_assert_uint_eq(run(-1, 1.0, 1.0, 1.0, &e), 0);
 	ck_assert_uint_eq(run(1, 1.2, 1.0, 1.0, &e), 1);
-	ck_assert_uint_eq(e.kind, C4M_EV_NONCOMM_SLOW);
+	ck_assert_uint_eq(e.kind, MATRIX_EV_NONCOMM_SLOW);
 	ck_assert_uint_eq(e.suspects[0].rank, 1);
 	/* below 20 gaps the quantiles are not trusted: the mean decides */
 	gap_n = 8;
@@ -225,7 +225,7 @@ END_TEST
  */
 START_TEST(test_few_gaps_not_late)
 {
-	struct c4m_event e;
+	struct matrix_event e;
 
 	nr = 4;
 	gap_n = 300;
@@ -248,8 +248,8 @@ END_TEST
  */
 START_TEST(test_marginal_lateness_waits)
 {
-	struct c4m_params p;
-	struct c4m_event e;
+	struct matrix_params p;
+	struct matrix_event e;
 
 	/* a member needs another to be compared with */
 	matrix_params_default(&p);

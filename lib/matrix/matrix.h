@@ -1,5 +1,5 @@
 /*
- * c4matrix.h: the C4D detection engine.
+ * matrix.h: the C4D detection engine.
  *
  * The engine takes per-interval summaries of what every rank of a job did
  * (collectives, connections, waits, progress markers) as plain C structs and
@@ -15,104 +15,106 @@
  * The library never prints and never exits. It is not thread-safe: one
  * engine per job, driven by one thread.
  */
-#ifndef C4MATRIX_H
-#define C4MATRIX_H
+#ifndef C4_MATRIX_H
+#define C4_MATRIX_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* ---- limits ------------------------------------------------------------ */
-#define C4M_MAX_RANKS	 (1u << 19) /* ranks per communicator (19-bit key) */
-#define C4M_MAX_COMMS	 (1u << 23) /* communicators per job (23-bit key) */
-#define C4M_MAX_SUSPECTS 4	    /* suspects carried by one event */
-#define C4M_MAX_CELLS	 8	    /* triggering cells carried by one event */
-#define C4M_HIST_MAX	 16	    /* longest persistence window (n) */
-#define C4M_CLS_USABLE	 3    /* fewest cells whose median means anything */
-#define C4M_CLS_MIN	 2    /* fewest scored: a pair, on own history  */
-#define C4M_STAT_SAMPLE	 2048 /* class statistics from about this many */
-#define C4M_INV_MAX	 64   /* longest running-mean start of a baseline */
-#define C4M_VAR_PRIOR	 8.0f /* weight of the class spread in a cell's noise */
-#define C4M_GAP_QMIN	 20   /* gap samples for quantiles as its location */
-#define C4M_WSUM_MIN	 100  /* samples before p99 caps a sum (wsum) */
-#define C4M_MEM_HDR	 16u  /* bytes before each counted allocation */
+#define MATRIX_MAX_RANKS    (1u << 19) /* ranks per communicator (19-bit key) */
+#define MATRIX_MAX_COMMS    (1u << 23) /* communicators per job (23-bit key) */
+#define MATRIX_MAX_SUSPECTS 4	       /* suspects carried by one event */
+#define MATRIX_MAX_CELLS    8	 /* triggering cells carried by one event */
+#define MATRIX_HIST_MAX	    16	 /* longest persistence window (n) */
+#define MATRIX_CLS_USABLE   3	 /* fewest cells whose median means anything */
+#define MATRIX_CLS_MIN	    2	 /* fewest scored: a pair, on own history  */
+#define MATRIX_STAT_SAMPLE  2048 /* class statistics from about this many */
+#define MATRIX_INV_MAX	    64	 /* longest running-mean start of a baseline */
+#define MATRIX_VAR_PRIOR                                                       \
+	8.0f		    /* weight of the class spread in a cell's noise    \
+			     */
+#define MATRIX_GAP_QMIN 20  /* gap samples for quantiles as its location */
+#define MATRIX_WSUM_MIN 100 /* samples before p99 caps a sum (wsum) */
+#define MATRIX_MEM_HDR	16u /* bytes before each counted allocation */
 
 /* ---- default parameters (see docs/detection.md) ------------------------ */
-#define C4M_DEF_PERSIST_K      2    /* hot in k ...                      */
-#define C4M_DEF_PERSIST_N      3    /* ... of the last n intervals       */
-#define C4M_DEF_RESOLVE_N      3    /* clean intervals before resolution */
-#define C4M_DEF_WEAK_K	       3    /* weak evidence: hot in k ...       */
-#define C4M_DEF_WEAK_N	       4    /* ... of the last n intervals       */
-#define C4M_DEF_Z_STRONG       5.0  /* z at which evidence is strong     */
-#define C4M_DEF_CUSUM_K	       2.0  /* CUSUM drift: z above this accumulates */
-#define C4M_DEF_CUSUM_H	       6.0  /* accumulated z that is strong evidence */
-#define C4M_DEF_MIN_SLOWDOWN   1.05 /* least slowdown that is an anomaly */
-#define C4M_DEF_COLD_SLOWDOWN  1.40 /* same, before a baseline exists    */
-#define C4M_DEF_Z_MIN	       4.0  /* least robust z of a hot cell      */
-#define C4M_DEF_COLD_Z_MIN     6.0  /* same, before a baseline exists    */
-#define C4M_DEF_SIGMA_FLOOR    0.01 /* least spread (log units)          */
-#define C4M_DEF_BASE_ALPHA     0.1  /* EWMA weight of a new clean sample */
-#define C4M_DEF_WARM_INTERVALS 4    /* clean samples before warm         */
-#define C4M_DEF_MIN_CHUNKS     8    /* chunks for a usable cell sample   */
-#define C4M_DEF_MIN_CLASS      128  /* cells for a class of its own      */
-#define C4M_DEF_MIN_GROUP      4    /* members for a rank comparison     */
-#define C4M_DEF_ROW_MIN_HOT    2    /* hot cells for a hot row/column    */
-#define C4M_DEF_ROW_FRAC       0.6  /* hot fraction for a hot row/column */
-#define C4M_DEF_COLD_FRAC      0.5  /* below this a row/column is clean  */
-#define C4M_DEF_ELEV_FRAC      0.75 /* elevated: this share of min_slowdown */
-#define C4M_DEF_HANG_TIMEOUT   2    /* intervals without completion      */
-#define C4M_DEF_NODE_TIMEOUT   2    /* intervals without any data        */
-#define C4M_DEF_UPDATE_DELTA   0.10 /* slowdown change worth an update   */
+#define MATRIX_DEF_PERSIST_K	  2   /* hot in k ...                      */
+#define MATRIX_DEF_PERSIST_N	  3   /* ... of the last n intervals       */
+#define MATRIX_DEF_RESOLVE_N	  3   /* clean intervals before resolution */
+#define MATRIX_DEF_WEAK_K	  3   /* weak evidence: hot in k ...       */
+#define MATRIX_DEF_WEAK_N	  4   /* ... of the last n intervals       */
+#define MATRIX_DEF_Z_STRONG	  5.0 /* z at which evidence is strong     */
+#define MATRIX_DEF_CUSUM_K	  2.0 /* CUSUM drift: z above this accumulates */
+#define MATRIX_DEF_CUSUM_H	  6.0 /* accumulated z that is strong evidence */
+#define MATRIX_DEF_MIN_SLOWDOWN	  1.05 /* least slowdown that is an anomaly */
+#define MATRIX_DEF_COLD_SLOWDOWN  1.40 /* same, before a baseline exists    */
+#define MATRIX_DEF_Z_MIN	  4.0  /* least robust z of a hot cell      */
+#define MATRIX_DEF_COLD_Z_MIN	  6.0  /* same, before a baseline exists    */
+#define MATRIX_DEF_SIGMA_FLOOR	  0.01 /* least spread (log units)          */
+#define MATRIX_DEF_BASE_ALPHA	  0.1  /* EWMA weight of a new clean sample */
+#define MATRIX_DEF_WARM_INTERVALS 4    /* clean samples before warm         */
+#define MATRIX_DEF_MIN_CHUNKS	  8    /* chunks for a usable cell sample   */
+#define MATRIX_DEF_MIN_CLASS	  128  /* cells for a class of its own      */
+#define MATRIX_DEF_MIN_GROUP	  4    /* members for a rank comparison     */
+#define MATRIX_DEF_ROW_MIN_HOT	  2    /* hot cells for a hot row/column    */
+#define MATRIX_DEF_ROW_FRAC	  0.6  /* hot fraction for a hot row/column */
+#define MATRIX_DEF_COLD_FRAC	  0.5  /* below this a row/column is clean  */
+#define MATRIX_DEF_ELEV_FRAC	  0.75 /* elevated: this share of min_slowdown */
+#define MATRIX_DEF_HANG_TIMEOUT	  2    /* intervals without completion      */
+#define MATRIX_DEF_NODE_TIMEOUT	  2    /* intervals without any data        */
+#define MATRIX_DEF_UPDATE_DELTA	  0.10 /* slowdown change worth an update   */
 
 /* ---- enumerations ------------------------------------------------------ */
-enum c4m_transport {
-	C4M_TR_NVLINK = 0, /* intra-host */
-	C4M_TR_PCIE,	   /* intra-host */
-	C4M_TR_SHM,	   /* intra-host */
-	C4M_TR_NET,	   /* inter-host: IB/RoCE through a NIC port */
-	C4M_TR_COUNT
+enum matrix_transport {
+	MATRIX_TR_NVLINK = 0, /* intra-host */
+	MATRIX_TR_PCIE,	      /* intra-host */
+	MATRIX_TR_SHM,	      /* intra-host */
+	MATRIX_TR_NET,	      /* inter-host: IB/RoCE through a NIC port */
+	MATRIX_TR_COUNT
 };
 
-enum c4m_algo {
-	C4M_ALGO_RING = 0,
-	C4M_ALGO_TREE,
-	C4M_ALGO_P2P, /* send/recv, all-to-all */
-	C4M_ALGO_OTHER,
-	C4M_ALGO_COUNT
+enum matrix_algo {
+	MATRIX_ALGO_RING = 0,
+	MATRIX_ALGO_TREE,
+	MATRIX_ALGO_P2P, /* send/recv, all-to-all */
+	MATRIX_ALGO_OTHER,
+	MATRIX_ALGO_COUNT
 };
 
-enum c4m_kind {
-	C4M_EV_COMM_SLOW_LINK = 0, /* one connection (cable, port, path) */
-	C4M_EV_COMM_SLOW_TX,	   /* a source's transmit side (row)     */
-	C4M_EV_COMM_SLOW_RX,	   /* a destination's receive side (col) */
-	C4M_EV_COMM_SLOW_AMBIG,	   /* pattern cannot separate tx/link/rx */
-	C4M_EV_NONCOMM_SLOW,	   /* a rank late to its collectives     */
-	C4M_EV_COMM_HANG,	   /* all entered op k, connections stuck */
-	C4M_EV_NONCOMM_HANG,	   /* ranks never entered op k           */
-	C4M_EV_NODE_LOST,	   /* no data from a host                */
-	C4M_EV_COUNT
+enum matrix_kind {
+	MATRIX_EV_COMM_SLOW_LINK = 0, /* one connection (cable, port, path) */
+	MATRIX_EV_COMM_SLOW_TX,	      /* a source's transmit side (row)     */
+	MATRIX_EV_COMM_SLOW_RX,	      /* a destination's receive side (col) */
+	MATRIX_EV_COMM_SLOW_AMBIG,    /* pattern cannot separate tx/link/rx */
+	MATRIX_EV_NONCOMM_SLOW,	      /* a rank late to its collectives     */
+	MATRIX_EV_COMM_HANG,	      /* all entered op k, connections stuck */
+	MATRIX_EV_NONCOMM_HANG,	      /* ranks never entered op k           */
+	MATRIX_EV_NODE_LOST,	      /* no data from a host                */
+	MATRIX_EV_COUNT
 };
 
-enum c4m_state { C4M_ST_OPEN = 0, C4M_ST_UPDATED, C4M_ST_RESOLVED };
+enum matrix_state { MATRIX_ST_OPEN = 0, MATRIX_ST_UPDATED, MATRIX_ST_RESOLVED };
 
-enum c4m_role {
-	C4M_ROLE_TX = 0, /* transmit side of a NIC port or GPU  */
-	C4M_ROLE_RX,	 /* receive side of a NIC port or GPU   */
-	C4M_ROLE_LINK,	 /* the path between two endpoints      */
-	C4M_ROLE_RANK,	 /* the process / GPU itself            */
-	C4M_ROLE_HOST	 /* the whole host                      */
+enum matrix_role {
+	MATRIX_ROLE_TX = 0, /* transmit side of a NIC port or GPU  */
+	MATRIX_ROLE_RX,	    /* receive side of a NIC port or GPU   */
+	MATRIX_ROLE_LINK,   /* the path between two endpoints      */
+	MATRIX_ROLE_RANK,   /* the process / GPU itself            */
+	MATRIX_ROLE_HOST    /* the whole host                      */
 };
 
-enum c4m_action {
-	C4M_ACT_NONE = 0,
-	C4M_ACT_ISOLATE_HOST, /* take isolate_host out, restart         */
-	C4M_ACT_CHECK_LINK,   /* inspect the path between the two hosts */
-	C4M_ACT_INVESTIGATE   /* evidence points at several suspects    */
+enum matrix_action {
+	MATRIX_ACT_NONE = 0,
+	MATRIX_ACT_ISOLATE_HOST, /* take isolate_host out, restart         */
+	MATRIX_ACT_CHECK_LINK,	 /* inspect the path between the two hosts */
+	MATRIX_ACT_INVESTIGATE	 /* evidence points at several suspects    */
 };
 
 /* ---- input ------------------------------------------------------------- */
 
 /* Where a rank runs. nic/port name the NIC port its network traffic uses. */
-struct c4m_rank_loc {
+struct matrix_rank_loc {
 	uint32_t host;
 	uint16_t gpu;
 	uint16_t nic;
@@ -123,11 +125,11 @@ struct c4m_rank_loc {
  * Summary of one duration distribution over an interval, in microseconds.
  * Quantiles are those of the agent's sketch; count == 0 means no samples.
  */
-struct c4m_stats {
+struct matrix_stats {
 	uint64_t count;
 	double sum;
 	/*
-	 * sum with each sample above p99 counted as p99, from C4M_WSUM_MIN
+	 * sum with each sample above p99 counted as p99, from MATRIX_WSUM_MIN
 	 * samples on (0: not given, use sum): robust to the odd pause of
 	 * milliseconds when few samples are taken
 	 */
@@ -148,7 +150,7 @@ struct c4m_stats {
  * one, i.e. its own compute and data loading. t_first_ns is a host clock
  * reading kept for the record; the engine does not trust it.
  */
-struct c4m_coll {
+struct matrix_coll {
 	uint64_t comm;
 	uint32_t rank;
 	uint8_t op;
@@ -156,8 +158,8 @@ struct c4m_coll {
 	uint8_t proto;
 	uint32_t nops;
 	uint64_t bytes;
-	struct c4m_stats kernel;
-	struct c4m_stats gap;
+	struct matrix_stats kernel;
+	struct matrix_stats gap;
 	uint64_t seq_enter_first;
 	uint64_t seq_enter;
 	uint64_t seq_done_first;
@@ -175,7 +177,7 @@ struct c4m_coll {
  * the number of chunks posted but not completed at the end of the interval;
  * with bytes == 0 it marks a connection that stopped moving.
  */
-struct c4m_conn {
+struct matrix_conn {
 	uint64_t comm;
 	uint32_t src;
 	uint32_t dst;
@@ -185,11 +187,11 @@ struct c4m_conn {
 	uint64_t bytes;
 	uint64_t chunks;
 	uint32_t pending;
-	struct c4m_stats xfer;
+	struct matrix_stats xfer;
 };
 
 /* Per rank and communicator, per interval: proxy wait totals (us). */
-struct c4m_wait {
+struct matrix_wait {
 	uint64_t comm;
 	uint32_t rank;
 	uint64_t nsteps;
@@ -203,13 +205,13 @@ struct c4m_wait {
  * heartbeats); when it is NULL the engine counts a host as heard from when
  * any summary names one of its ranks.
  */
-struct c4m_input {
+struct matrix_input {
 	uint64_t interval;
-	const struct c4m_coll *coll;
+	const struct matrix_coll *coll;
 	size_t ncoll;
-	const struct c4m_conn *conn;
+	const struct matrix_conn *conn;
 	size_t nconn;
-	const struct c4m_wait *wait;
+	const struct matrix_wait *wait;
 	size_t nwait;
 	const uint32_t *hosts;
 	size_t nhosts;
@@ -217,9 +219,9 @@ struct c4m_input {
 
 /* ---- output ------------------------------------------------------------ */
 
-struct c4m_suspect {
-	uint8_t role;	    /* enum c4m_role */
-	uint8_t transport;  /* enum c4m_transport for tx/rx/link */
+struct matrix_suspect {
+	uint8_t role;	    /* enum matrix_role */
+	uint8_t transport;  /* enum matrix_transport for tx/rx/link */
 	uint64_t comm;	    /* communicator the rank numbers refer to */
 	uint32_t rank;	    /* rank in comm (tx side for a link) */
 	uint32_t peer_rank; /* rx side rank of a link, else = rank */
@@ -233,7 +235,7 @@ struct c4m_suspect {
 	uint8_t peer_port;
 };
 
-struct c4m_cell {
+struct matrix_cell {
 	uint64_t comm;
 	uint32_t src;
 	uint32_t dst;
@@ -247,18 +249,19 @@ struct c4m_cell {
  * and culprit), so the daemon can store its lifecycle and drop duplicates:
  * one OPEN, zero or more UPDATED, one RESOLVED per id and episode.
  */
-struct c4m_event {
+struct matrix_event {
 	uint64_t id;
-	uint8_t kind;  /* enum c4m_kind */
-	uint8_t state; /* enum c4m_state */
+	uint8_t kind;  /* enum matrix_kind */
+	uint8_t state; /* enum matrix_state */
 	uint8_t ambiguous;
-	uint8_t action; /* enum c4m_action */
+	uint8_t action; /* enum matrix_action */
 	uint64_t comm;	/* communicator of the evidence (first seen) */
 	uint8_t nsuspects;
-	struct c4m_suspect suspects[C4M_MAX_SUSPECTS]; /* most likely first */
+	struct matrix_suspect
+		suspects[MATRIX_MAX_SUSPECTS]; /* most likely first */
 	uint8_t ncells;
 	uint32_t ncells_total; /* triggering cells, of which ncells kept */
-	struct c4m_cell cells[C4M_MAX_CELLS];
+	struct matrix_cell cells[MATRIX_MAX_CELLS];
 	double slowdown;   /* typical ratio over baseline (1.0 for hangs) */
 	double score;	   /* strongest robust z, or intervals stalled */
 	double confidence; /* 0..1 */
@@ -269,7 +272,7 @@ struct c4m_event {
 };
 
 /* ---- parameters -------------------------------------------------------- */
-struct c4m_params {
+struct matrix_params {
 	unsigned persist_k; /* strong evidence */
 	unsigned persist_n;
 	unsigned weak_k; /* weak evidence (z_min <= z < z_strong) */
@@ -302,19 +305,19 @@ struct c4m_params {
 
 struct matrix;
 
-void matrix_params_default(struct c4m_params *p);
-struct matrix *matrix_new(const struct c4m_params *p);
+void matrix_params_default(struct matrix_params *p);
+struct matrix *matrix_new(const struct matrix_params *p);
 void matrix_free(struct matrix *m);
 int matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
-		    const struct c4m_rank_loc *map);
+		    const struct matrix_rank_loc *map);
 int matrix_comm_retire(struct matrix *m, uint64_t comm);
-int matrix_analyze(struct matrix *m, const struct c4m_input *in,
-		   const struct c4m_event **ev, size_t *nev);
+int matrix_analyze(struct matrix *m, const struct matrix_input *in,
+		   const struct matrix_event **ev, size_t *nev);
 size_t matrix_ncells(const struct matrix *m);
 const char *matrix_kind_name(unsigned kind);
 const char *matrix_state_name(unsigned state);
 const char *matrix_role_name(unsigned role);
 void matrix_mem_usage(size_t *cur, size_t *peak);
-int matrix_event_describe(const struct c4m_event *e, char *buf, size_t len);
+int matrix_event_describe(const struct matrix_event *e, char *buf, size_t len);
 
-#endif /* C4MATRIX_H */
+#endif /* C4_MATRIX_H */
