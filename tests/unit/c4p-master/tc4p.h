@@ -124,6 +124,32 @@ tc4p_new(void)
 	return x;
 }
 
+/*
+ * Allocates n (at most 4) QPs h0/nic0 -> h2/nic0, left side, as request
+ * "1/r" of job "train" (id 1); res gets them, req their request.
+ */
+static inline void
+tc4p_alloc(struct tc4p *x, size_t n, struct alloc_qp_req *req,
+	   struct alloc_qp_res *res)
+{
+	const struct topo *t = x->p.topo;
+	struct alloc_qp_req qs[4];
+	char err[256];
+
+	ck_assert_uint_le(n, 4);
+	ck_assert_uint_eq(jobs_id(x->p.jobs, "train", 1), 1);
+	memset(req, 0, sizeof(*req));
+	req->sip = t->ports[tfab_port(t, 0, 0, TOPO_LEFT)].ip;
+	req->dip = t->ports[tfab_port(t, 2, 0, TOPO_LEFT)].ip;
+	req->side = TOPO_LEFT;
+	req->weight = 1;
+	for (size_t i = 0; i < n; i++)
+		qs[i] = *req;
+	ck_assert_msg(alloc_request(x->p.alloc, "1/r", 1, 100, 600, qs, n, res,
+				    err, sizeof(err)) == 0,
+		      "%s", err);
+}
+
 /* Runs the loop until every queued store write has committed. */
 static inline void
 tc4p_settle(struct tc4p *x)

@@ -38,17 +38,10 @@ START_TEST(test_links_set_allocs_paths)
 	struct alloc_qp_req qp = {0};
 	struct alloc_qp_res res;
 	C4__AdminReply *r;
-	char err[256], name[3 * TOPO_NAME_MAX];
+	char name[3 * TOPO_NAME_MAX];
 
 	tc4p_sess_init(&s);
-	ck_assert_uint_eq(jobs_id(x->p.jobs, "train", 1), 1);
-	qp.sip = t->ports[tfab_port(t, 0, 0, TOPO_LEFT)].ip;
-	qp.dip = t->ports[tfab_port(t, 2, 0, TOPO_LEFT)].ip;
-	qp.side = TOPO_LEFT;
-	qp.weight = 1;
-	ck_assert_int_eq(alloc_request(x->p.alloc, "1/r", 1, 100, 600, &qp, 1,
-				       &res, err, sizeof(err)),
-			 0);
+	tc4p_alloc(x, 1, &qp, &res);
 	q.has_op = 1;
 	q.op = C4__ADMIN_OP__ADMIN_LINKS;
 	r = ask(x, &s, &q, 0);

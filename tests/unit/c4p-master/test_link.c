@@ -16,18 +16,10 @@ START_TEST(test_down_moves_and_tells)
 	struct alloc_qp_res res;
 	uint32_t moved, stranded;
 	C4__PathReassign *m;
-	char err[256];
 	int64_t seq;
 
 	tc4p_sess_init(&s);
-	ck_assert_uint_eq(jobs_id(x->p.jobs, "train", 1), 1);
-	q.sip = t->ports[tfab_port(t, 0, 0, TOPO_LEFT)].ip;
-	q.dip = t->ports[tfab_port(t, 2, 0, TOPO_LEFT)].ip;
-	q.side = TOPO_LEFT;
-	q.weight = 1;
-	ck_assert_int_eq(alloc_request(x->p.alloc, "1/r", 1, 100, 600, &q, 1,
-				       &res, err, sizeof(err)),
-			 0);
+	tc4p_alloc(x, 1, &q, &res);
 	ck_assert_int_eq(hold_set(x->p.holders, "1/r", &s), 0);
 	seq = link_set_state(&x->p, res.path.up, false, "link test down",
 			     &moved, &stranded);

@@ -22,7 +22,7 @@ on_job(void *arg, uint64_t id, const char *name)
 START_TEST(test_round_trip)
 {
 	struct tc4p *x = tc4p_new();
-	struct alloc_qp_req q = {0};
+	struct alloc_qp_req q;
 	struct alloc_qp_res res[2];
 	struct alloc_record recs[2], rec;
 	struct topo *t = x->p.topo;
@@ -36,14 +36,7 @@ START_TEST(test_round_trip)
 	char err[256];
 
 	ngot = 0;
-	q.sip = t->ports[tfab_port(t, 0, 0, TOPO_LEFT)].ip;
-	q.dip = t->ports[tfab_port(t, 2, 0, TOPO_LEFT)].ip;
-	q.side = TOPO_LEFT;
-	q.weight = 1;
-	struct alloc_qp_req qs[2] = {q, q};
-	ck_assert_int_eq(alloc_request(x->p.alloc, "1/r", 1, 100, 600, qs, 2,
-				       res, err, sizeof(err)),
-			 0);
+	tc4p_alloc(x, 2, &q, res);
 	for (int i = 0; i < 2; i++) {
 		memset(&recs[i], 0, sizeof(recs[i]));
 		recs[i].qp_id = res[i].qp_id;
@@ -52,7 +45,6 @@ START_TEST(test_round_trip)
 		recs[i].side = res[i].side;
 		recs[i].path = res[i].path;
 	}
-	ck_assert_uint_eq(jobs_id(x->p.jobs, "train", 1), 1);
 	store_put(x->p.store, "1/r", 1, 100000, recs, 2);
 	store_link(x->p.store, 3, false);
 	tc4p_settle(x);
