@@ -1,6 +1,6 @@
 /*
  * agent.h - c4a-agent's parts: configuration (main.c), per-job interval
- * aggregation (aggregate.c, agg_) and the sessions to the job masters
+ * aggregation (agg.c, agg_) and the sessions to the job masters
  * (upstream.c, up_).
  *
  * Data flow: CCL processes of the node send CommRegister and
@@ -11,7 +11,7 @@
  *
  * With a `c4p:` section the agent also keeps a session to the c4p-master
  * (upstream.c again, without a job) and runs the probe tasks it sends
- * (probe.c, probe_): UDP probes toward the RoCEv2 port with rising TTLs,
+ * (prober.c, prober_): UDP probes toward the RoCEv2 port with rising TTLs,
  * the ICMP answers read from the sockets' error queues, ProbeResult back.
  */
 #ifndef C4_AGENT_H
@@ -24,6 +24,7 @@
 
 #include <event2/event.h>
 
+#include "c4limits.h"
 #include "cfg.h"
 #include "msg.h"
 
@@ -57,7 +58,7 @@ struct agent_master_conf {
 	char *secret; /* filled by validation */
 };
 
-/* ---- aggregate.c ----------------------------------------------------------
+/* ---- agg.c ----------------------------------------------------------------
  */
 
 struct agg;
@@ -176,40 +177,36 @@ int up_is_ready(const struct up *u);
 const char *up_address(const struct up *u);
 const struct up_stats *up_get_stats(const struct up *u);
 
-/* ---- probe.c --------------------------------------------------------------
+/* ---- prober.c -------------------------------------------------------------
  */
 
-#define PROBE_QUEUE_MAX	     4096	 /* tasks waiting to run */
-#define PROBE_ACTIVE_MAX     16		 /* tasks running at once */
-#define PROBE_SOCKS_MAX	     512	 /* probe sockets open at once */
-#define PROBE_TICK_MS	     5		 /* token bucket refill period */
-#define PROBE_TIMEOUT_MS     500	 /* wait after a task's last probe */
-#define PROBE_TIMEOUT_MAX_MS 10000	 /* largest timeout a task may ask */
-#define PROBE_REPEATS_MAX    16		 /* probes per (source port, TTL) */
-#define PROBE_TTL_DEFAULT    4		 /* two-tier: leaf, spine, leaf, host */
-#define PROBE_DPORT	     4791	 /* RoCEv2 */
-#define PROBE_MAGIC	     0x43345042u /* "C4PB", first payload word */
-#define PROBE_PAYLOAD_LEN    16		 /* magic, task id, sport, ttl, rep */
+#define PROBER_QUEUE_MAX   4096	       /* tasks waiting to run */
+#define PROBER_ACTIVE_MAX  16	       /* tasks running at once */
+#define PROBER_TICK_MS	   5	       /* token bucket refill period */
+#define PROBER_TIMEOUT_MS  500	       /* wait after a task's last probe */
+#define PROBER_DPORT	   4791	       /* RoCEv2 */
+#define PROBER_MAGIC	   0x43345042u /* "C4PB", first payload word */
+#define PROBER_PAYLOAD_LEN 16	       /* magic, task id, sport, ttl, rep */
 
-struct probe;
+struct prober;
 
-enum probe_kind {
-	PROBE_TTL_EXCEEDED = 1, /* a switch on the way answered */
-	PROBE_REACHED = 2,	/* the destination: port unreachable */
-	PROBE_OTHER = 3,	/* any other ICMP error (counted only) */
+enum prober_kind {
+	PROBER_TTL_EXCEEDED = 1, /* a switch on the way answered */
+	PROBER_REACHED = 2,	 /* the destination: port unreachable */
+	PROBER_OTHER = 3,	 /* any other ICMP error (counted only) */
 };
 
 /* What one message of a probe socket's error queue says. */
-struct probe_reply {
+struct prober_reply {
 	uint64_t task;
 	uint16_t sport;
 	uint8_t ttl;
 	uint8_t rep;
-	uint8_t kind;	   /* enum probe_kind */
+	uint8_t kind;	   /* enum prober_kind */
 	uint32_t offender; /* IPv4 of who answered, network order */
 };
 
-struct probe_stats {
+struct prober_stats {
 	uint64_t tasks;		/* tasks received */
 	uint64_t tasks_refused; /* malformed, or the queue full */
 	uint64_t tasks_done;	/* results sent (or attempted) */
@@ -224,31 +221,31 @@ struct probe_stats {
 };
 
 /* A finished task: send r (valid during the call only). */
-typedef void (*probe_result_fn)(const C4__ProbeResult *r, void *arg);
+typedef void (*prober_result_fn)(const C4__ProbeResult *r, void *arg);
 
 /*
  * rate: packets per second over all tasks. netns: name under /run/netns
  * whose network namespace the probe sockets are created in, or NULL.
  */
-struct probe *probe_new(struct event_base *base, uint32_t rate,
-			const char *netns, probe_result_fn done, void *arg);
-void probe_free(struct probe *pr);
+struct prober *prober_new(struct event_base *base, uint32_t rate,
+			  const char *netns, prober_result_fn done, void *arg);
+void prober_free(struct prober *pr);
 /* Queues a task (copied); 0, or -1 with err (refused, counted). */
-int probe_task(struct probe *pr, const C4__ProbeTask *t, char *err,
-	       size_t errlen);
+int prober_task(struct prober *pr, const C4__ProbeTask *t, char *err,
+		size_t errlen);
 /* Drops every queued and running task (the master's session ended). */
-void probe_cancel(struct probe *pr);
-const struct probe_stats *probe_get_stats(const struct probe *pr);
+void prober_cancel(struct prober *pr);
+const struct prober_stats *prober_get_stats(const struct prober *pr);
 
 /*
  * Decodes one message read with MSG_ERRQUEUE from a probe socket: its
  * IP_RECVERR control message and the payload of the original probe.
  * 0, or -1 when it is no answer to a probe of ours.
  */
-int probe_parse(const struct msghdr *msg, const uint8_t *data, size_t len,
-		struct probe_reply *r);
-/* The payload of probe (task, sport, ttl, rep): PROBE_PAYLOAD_LEN bytes. */
-void probe_payload(uint8_t *buf, uint64_t task, uint16_t sport, uint8_t ttl,
-		   uint8_t rep);
+int prober_parse(const struct msghdr *msg, const uint8_t *data, size_t len,
+		 struct prober_reply *r);
+/* The payload of probe (task, sport, ttl, rep): PROBER_PAYLOAD_LEN bytes. */
+void prober_payload(uint8_t *buf, uint64_t task, uint16_t sport, uint8_t ttl,
+		    uint8_t rep);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * c4a-agent - the per-node agent: CCL processes of the node connect to its
  * unix socket; operators reach it over TCP.  Its configuration, the CCL
- * sessions and the interval tick live here; aggregate.c merges a job's
+ * sessions and the interval tick live here; agg.c merges a job's
  * data, upstream.c carries it to the job's master.
  */
 #define LOG_SUBSYS "agent"
@@ -266,8 +266,8 @@ struct c4a_job {
 struct c4a_state {
 	struct dmn *d;
 	struct evdns_base *dns;
-	struct up *c4p;	     /* session to the c4p-master, if configured */
-	struct probe *probe; /* its probe tasks */
+	struct up *c4p;	       /* session to the c4p-master, if configured */
+	struct prober *prober; /* its probe tasks */
 	struct event *tick;
 	struct c4a_job *jobs;
 	size_t njobs;
@@ -370,7 +370,7 @@ c4a_c4p_msg(struct up *u, const C4__Envelope *env, void *arg)
 	(void)u;
 	switch (env->type) {
 	case C4__MSG_TYPE__MSG_PROBE_TASK:
-		if (probe_task(st->probe, env->probe_task, err, sizeof(err)) <
+		if (prober_task(st->prober, env->probe_task, err, sizeof(err)) <
 		    0)
 			log_warnx("c4p-master: %s", err);
 		return 0;
@@ -389,7 +389,7 @@ c4a_c4p_ready(struct up *u, void *arg)
 	struct c4a_state *st = arg;
 
 	(void)u;
-	probe_cancel(st->probe);
+	prober_cancel(st->prober);
 }
 
 static int
@@ -397,9 +397,9 @@ c4a_c4p_start(struct c4a_state *st, const struct c4a_c4p_conf *c)
 {
 	struct agent_master_conf m = {0};
 
-	st->probe = probe_new(st->d->base, (uint32_t)c->probe_rate,
-			      c->probe_netns, c4a_probe_done, st);
-	if (st->probe == NULL)
+	st->prober = prober_new(st->d->base, (uint32_t)c->probe_rate,
+				c->probe_netns, c4a_probe_done, st);
+	if (st->prober == NULL)
 		return -1;
 	m.address = c->address;
 	m.secret = c->secret;
@@ -422,7 +422,7 @@ c4a_stop(struct dmn *d)
 	if (st == NULL)
 		return;
 	up_free(st->c4p);
-	probe_free(st->probe);
+	prober_free(st->prober);
 	for (size_t i = 0; i < st->njobs; i++) {
 		up_free(st->jobs[i].up);
 		agg_free(st->jobs[i].agg);
@@ -685,8 +685,8 @@ c4a_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 			  "reporting intervals ended", 0);
 	srv_reply_counter(r, "batches_sent", st->batches_sent,
 			  "merged batches handed to the masters' sessions", 0);
-	if (st->probe != NULL) {
-		const struct probe_stats *ps = probe_get_stats(st->probe);
+	if (st->prober != NULL) {
+		const struct prober_stats *ps = prober_get_stats(st->prober);
 
 		srv_reply_counter(r, "c4p_connected", up_is_ready(st->c4p),
 				  "session to the c4p-master is up", 1);

@@ -16,7 +16,11 @@
 #include <string.h>
 
 #include "addrplan.h"
-#include "c4p.h"
+#include "admin.h"
+#include "jobs.h"
+#include "link.h"
+#include "nic.h"
+#include "probes.h"
 #include "log.h"
 #include "path.h"
 
@@ -84,8 +88,8 @@ admin_paths(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 			 "paths: src and dst are required");
 		return -1;
 	}
-	sn = c4p_nic_lookup(t, q->src);
-	dn = c4p_nic_lookup(t, q->dst);
+	sn = nic_lookup(t, q->src);
+	dn = nic_lookup(t, q->dst);
 	if (sn == TOPO_NONE || dn == TOPO_NONE) {
 		snprintf(err->text, sizeof(err->text),
 			 "paths: unknown NIC '%s' (HOST/NIC or an IP)",
@@ -172,7 +176,7 @@ admin_allocs(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 			? q->limit
 			: C4P_ALLOCS_MAX;
 	if (q->job_id != NULL && q->job_id[0] != '\0') {
-		job = c4p_job_id(p, q->job_id, 0);
+		job = jobs_id(p->jobs, q->job_id, 0);
 		if (job == 0)
 			return 0; /* a job never seen has no allocations */
 	}
@@ -217,12 +221,12 @@ admin_allocs(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 		if (al == NULL)
 			goto out;
 		c4__allocation__init(al);
-		al->job_id = (char *)c4p_job_name(p, a->job);
+		al->job_id = (char *)jobs_name(p->jobs, a->job);
 		al->request_id =
 			arena_strdup(ar, slash ? slash + 1 : a->req_id);
-		c4p_nic_name(t, a->path.src_port, nic, sizeof(nic));
+		nic_name(t, a->path.src_port, nic, sizeof(nic));
 		al->src_nic = arena_strdup(ar, nic);
-		c4p_nic_name(t, a->path.dst_port, nic, sizeof(nic));
+		nic_name(t, a->path.dst_port, nic, sizeof(nic));
 		al->dst_nic = arena_strdup(ar, nic);
 		al->has_side = 1;
 		al->side = a->req.side == TOPO_LEFT ? C4__PORT_SIDE__SIDE_LEFT
@@ -240,8 +244,8 @@ admin_allocs(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 
 			if (pa == NULL)
 				goto out;
-			api_fill_assignment(p, ar, pa, b->index, b->sport,
-					    b->side, &b->path);
+			reply_assignment(t, pa, b->index, b->sport, b->side,
+					 &b->path);
 			al->paths[al->n_paths++] = pa;
 		}
 		r->allocs[nalloc++] = al;
@@ -283,8 +287,8 @@ admin_link_set(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 	snprintf(reason, sizeof(reason), "link %s %s", q->link_id,
 		 up ? "up" : "down");
 	/* The operator's word stands: probes do not undo it. */
-	probe_forget(p->probe, link);
-	seq = admin_link_apply(p, link, up, reason, &r->moved, &r->stranded);
+	probes_forget(p->probes, link);
+	seq = link_set_state(p, link, up, reason, &r->moved, &r->stranded);
 	if (seq < 0) {
 		snprintf(err->text, sizeof(err->text),
 			 "link set: out of memory");
@@ -300,65 +304,12 @@ admin_link_set(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 	return seq;
 }
 
-int64_t
-admin_link_apply(struct c4p *p, uint32_t link, bool up, const char *reason,
-		 uint32_t *moved, uint32_t *stranded)
-{
-	struct alloc_change *ch = NULL;
-	size_t nch = 0;
-	uint64_t seq;
-
-	*moved = *stranded = 0;
-	if (alloc_link_set(p->alloc, link, up, &ch, &nch) < 0)
-		return -1;
-	/*
-	 * A cable back up: stranded QPs were placed again above; now move
-	 * QPs whose worst cable gets strictly less loaded (rebalancing).
-	 */
-	if (up) {
-		struct alloc_change *rb = NULL;
-		size_t nrb = 0;
-
-		if (alloc_rebalance(p->alloc, C4P_REBALANCE_MOVES, &rb, &nrb) ==
-			    0 &&
-		    nrb > 0) {
-			struct alloc_change *all =
-				realloc(ch, (nch + nrb) * sizeof(*all));
-
-			if (all != NULL) {
-				memcpy(all + nch, rb, nrb * sizeof(*rb));
-				ch = all;
-				nch += nrb;
-			}
-		}
-		free(rb);
-	}
-	p->st.link_changes++;
-	seq = state_link(p->store, link, up);
-	log_info("%s: %zu QPs affected", reason, nch);
-	if (nch > 0) {
-		uint64_t s = api_changes(p, ch, nch, reason);
-
-		if (s > seq)
-			seq = s;
-	}
-	for (size_t i = 0; i < nch; i++) {
-		if (ch[i].kind == ALLOC_MOVED)
-			(*moved)++;
-		else
-			(*stranded)++;
-	}
-	free(ch);
-	return (int64_t)seq;
-}
-
 int
-admin_handle(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
+admin_handle(struct c4p *p, struct c4p_sess *sess, const C4__Envelope *env,
 	     struct msg_err *err)
 {
 	const C4__AdminRequest *q = env->admin_request;
-	struct c4p_sess *sess = srv_conn_get_data(c);
-	struct c4p_pend *pe;
+	struct reply *pe;
 	C4__AdminReply *r;
 	int64_t seq = 0;
 
@@ -373,7 +324,7 @@ admin_handle(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 	default:
 		return -1; /* srv answers "not served" */
 	}
-	pe = api_pend_new(p, sess, C4__MSG_TYPE__MSG_ADMIN_REPLY, env->seq);
+	pe = reply_new(sess, C4__MSG_TYPE__MSG_ADMIN_REPLY, env->seq);
 	if (pe == NULL)
 		goto oom;
 	r = arena_alloc(&pe->arena, sizeof(*r));
@@ -406,10 +357,10 @@ admin_handle(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 	case C4__ADMIN_OP__ADMIN_PROBE: {
 		size_t tasks;
 
-		if (probe_round(p->probe, "asked by an operator") < 0)
+		if (probes_round(p->probes, "asked by an operator") < 0)
 			goto oom;
 		r->has_probe_round = r->has_probe_tasks = 1;
-		r->probe_round = probe_rounds(p->probe, &tasks);
+		r->probe_round = probes_rounds(p->probes, &tasks);
 		r->probe_tasks = (uint32_t)tasks;
 		break;
 	}
@@ -418,13 +369,13 @@ admin_handle(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 	}
 	err->code = C4__ERROR_CODE__ERR_UNSPECIFIED;
 	pe->body = r;
-	api_pend_submit(p, pe, (uint64_t)seq);
+	reply_submit(&p->replies, pe, (uint64_t)seq);
 	return 0;
 oom:
 	snprintf(err->text, sizeof(err->text), "out of memory");
 	err->code = C4__ERROR_CODE__ERR_INTERNAL;
 fail:
 	if (pe != NULL)
-		api_pend_submit(p, pe, 0); /* body NULL: sends nothing */
+		reply_submit(&p->replies, pe, 0); /* body NULL: sends nothing */
 	return -1;
 }

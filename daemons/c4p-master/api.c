@@ -1,12 +1,12 @@
 /*
  * api.c - what agents and CCL clients ask the c4p-master: ports for QPs
  * (PathRequest, PathRequestBatch), releases (PathRelease), QP load reports
- * (QpLoadUpdate) and probe results (ProbeResult); and the PathReassign
- * messages sent to the holders of QPs moved after a health change.
+ * (QpLoadUpdate) and probe results (ProbeResult); the sessions they come
+ * on; and the lapse of leases.
  *
- * Every answer that depends on a change of state waits in a FIFO until the
- * store has committed that change (state.c); answers that change nothing
- * are sent at once unless answers are already waiting, in which case they
+ * Every answer that depends on a change of state waits (reply.c) until
+ * the store has committed that change; answers that change nothing are
+ * sent at once unless answers are already waiting, in which case they
  * queue behind them so that each session sees its answers in order.
  *
  * Jobs: a session whose hello named a job may only ask, renew and release
@@ -20,79 +20,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "c4p.h"
+#include "api.h"
+#include "hold.h"
+#include "jobs.h"
+#include "metrics.h"
+#include "nic.h"
+#include "probes.h"
+#include "store.h"
 #include "log.h"
 #include "path.h"
 
 /* Most QPs one message may ask for (the sum over a batch). */
 #define API_MSG_QPS_MAX ALLOC_MAX_BATCH
 
-/* ---- deferred messages
- * -------------------------------------------------------- */
-
-static void
-api_sess_unref(struct c4p_sess *s)
+static uint64_t
+api_now_s(void)
 {
-	if (--s->pending == 0 && s->conn == NULL)
-		free(s);
-}
-
-struct c4p_pend *
-api_pend_new(struct c4p *p, struct c4p_sess *sess, C4__MsgType type,
-	     uint64_t reply_to)
-{
-	struct c4p_pend *pe = calloc(1, sizeof(*pe));
-
-	(void)p;
-	if (pe == NULL)
-		return NULL;
-	arena_init(&pe->arena);
-	pe->sess = sess;
-	pe->type = type;
-	pe->reply_to = reply_to;
-	sess->pending++;
-	return pe;
-}
-
-static void
-api_pend_send(struct c4p_pend *pe)
-{
-	if (pe->sess->conn != NULL && pe->body != NULL)
-		srv_send(pe->sess->conn, pe->type, pe->body, pe->reply_to);
-	api_sess_unref(pe->sess);
-	arena_free(&pe->arena);
-	free(pe);
-}
-
-void
-api_pend_submit(struct c4p *p, struct c4p_pend *pe, uint64_t seq)
-{
-	if (seq == 0 && p->pend_head == NULL) {
-		api_pend_send(pe);
-		return;
-	}
-	/* Behind everything already waiting: the order of answers holds. */
-	pe->seq = seq != 0 ? seq : p->pend_tail->seq;
-	pe->next = NULL;
-	if (p->pend_tail != NULL)
-		p->pend_tail->next = pe;
-	else
-		p->pend_head = pe;
-	p->pend_tail = pe;
-}
-
-void
-api_committed(struct c4p *p, uint64_t seq)
-{
-	while (p->pend_head != NULL && p->pend_head->seq <= seq) {
-		struct c4p_pend *pe = p->pend_head;
-
-		p->pend_head = pe->next;
-		if (p->pend_head == NULL)
-			p->pend_tail = NULL;
-		api_pend_send(pe);
-	}
+	return (uint64_t)time(NULL);
 }
 
 /* ---- sessions
@@ -116,7 +62,7 @@ api_on_hello(struct srv_conn *c, const C4__Hello *h, struct msg_err *err,
 	srv_conn_set_data(c, s);
 	/* An agent named after a host of the topology probes from it. */
 	if (p != NULL && h->has_role && h->role == C4__ROLE__ROLE_AGENT)
-		probe_agent(p->probe, s, h->node_name);
+		probes_agent(p->probes, s, h->node_name);
 	return 0;
 }
 
@@ -134,7 +80,7 @@ api_on_close(struct srv_conn *c, void *arg)
 	if (p != NULL && s->requests > 0)
 		hold_drop_sess(p->holders, s);
 	if (p != NULL)
-		probe_agent_gone(p->probe, s);
+		probes_agent_gone(p->probes, s);
 	s->conn = NULL;
 	if (s->pending == 0)
 		free(s);
@@ -143,49 +89,14 @@ api_on_close(struct srv_conn *c, void *arg)
 /* ---- helpers
  * ------------------------------------------------------------------ */
 
-static C4__PortSide
-api_side_out(uint8_t side)
-{
-	return side == TOPO_LEFT    ? C4__PORT_SIDE__SIDE_LEFT
-	       : side == TOPO_RIGHT ? C4__PORT_SIDE__SIDE_RIGHT
-				    : C4__PORT_SIDE__SIDE_UNSPECIFIED;
-}
-
-void
-api_fill_assignment(struct c4p *p, struct arena *ar, C4__PathAssignment *pa,
-		    uint32_t index, uint16_t sport, uint8_t side,
-		    const struct path *path)
-{
-	const struct topo *t = p->topo;
-	uint32_t spine = path_spine(t, path);
-
-	(void)ar;
-	c4__path_assignment__init(pa);
-	pa->has_udp_sport = 1;
-	pa->udp_sport = sport;
-	/* 0 for the direct (same-leaf) path; else (up+1) << 32 | (down+1) */
-	pa->has_path_id = 1;
-	pa->path_id = path->up == TOPO_NONE
-			      ? 0
-			      : ((uint64_t)(path->up + 1) << 32) |
-					(uint64_t)(path->down + 1);
-	pa->src_leaf = t->leaves[t->ports[path->src_port].leaf].name;
-	pa->dst_leaf = t->leaves[t->ports[path->dst_port].leaf].name;
-	pa->spine = spine == TOPO_NONE ? (char *)"" : t->spines[spine].name;
-	pa->has_side = 1;
-	pa->side = api_side_out(side);
-	pa->has_qp_index = 1;
-	pa->qp_index = index;
-}
-
-/* May session c act for job?  0, or -1 with err (ERR_AUTH). */
+/* May the session of from act for job?  0, or -1 with err (ERR_AUTH). */
 static int
-api_job_allowed(struct srv_conn *c, const char *job, const char *what,
+api_job_allowed(const struct api_from *from, const char *job, const char *what,
 		struct msg_err *err)
 {
-	const char *own = srv_conn_job(c);
+	const char *own = from->job;
 
-	if (own == NULL && srv_conn_role(c) == C4__ROLE__ROLE_AGENT)
+	if (own == NULL && from->role == C4__ROLE__ROLE_AGENT)
 		return 0;
 	if (own != NULL && strcmp(own, job) == 0)
 		return 0;
@@ -222,8 +133,8 @@ api_resolve(struct c4p *p, const C4__PathRequest *r, struct alloc_qp_req *q,
 	    char *err, size_t len)
 {
 	const struct topo *t = p->topo;
-	uint32_t sn = c4p_nic_lookup(t, r->src_nic);
-	uint32_t dn = c4p_nic_lookup(t, r->dst_nic);
+	uint32_t sn = nic_lookup(t, r->src_nic);
+	uint32_t dn = nic_lookup(t, r->dst_nic);
 	uint8_t side = TOPO_SIDE_ANY;
 
 	if (sn == TOPO_NONE || dn == TOPO_NONE) {
@@ -286,7 +197,7 @@ api_want_probe(struct c4p *p, const struct alloc_qp_req *q)
 		if ((q->side != TOPO_SIDE_ANY && q->side != s) ||
 		    catalog_find(p->cat, &k) != NULL)
 			continue;
-		probe_want(p->probe, &k);
+		probes_want(p->probes, &k);
 		asked = true;
 	}
 	return asked;
@@ -297,8 +208,8 @@ api_want_probe(struct c4p *p, const struct alloc_qp_req *q)
  * sequence number of the change (0 when nothing changed).
  */
 static uint64_t
-api_request1(struct c4p *p, struct c4p_sess *sess, struct srv_conn *c,
-	     const C4__PathRequest *r, struct arena *ar, C4__PathReply *out)
+api_request_one(struct c4p *p, const struct api_from *from,
+		const C4__PathRequest *r, struct arena *ar, C4__PathReply *out)
 {
 	char key[C4P_KEY_MAX], err[256];
 	struct msg_err me = {0, ""};
@@ -306,18 +217,18 @@ api_request1(struct c4p *p, struct c4p_sess *sess, struct srv_conn *c,
 	struct alloc_qp_res *res = NULL;
 	struct alloc_record *recs = NULL;
 	uint32_t n = r->qp_count, lease_s = (uint32_t)(p->conf->lease / 1000);
-	uint64_t job, now = c4p_now_s(), seq = 0;
+	uint64_t job, now = api_now_s(), seq = 0;
 	bool existed;
 	int rc;
 
 	c4__path_reply__init(out);
 	out->request_id = arena_strdup(ar, r->request_id);
 	p->st.path_requests++;
-	if (api_job_allowed(c, r->job_id, "path request", &me) < 0) {
+	if (api_job_allowed(from, r->job_id, "path request", &me) < 0) {
 		api_reply_error(out, me.code, me.text, ar);
 		goto fail;
 	}
-	job = c4p_job_id(p, r->job_id, 1);
+	job = jobs_id(p->jobs, r->job_id, 1);
 	if (job == 0) {
 		api_reply_error(out, C4__ERROR_CODE__ERR_INTERNAL,
 				"job table full", ar);
@@ -362,7 +273,7 @@ api_request1(struct c4p *p, struct c4p_sess *sess, struct srv_conn *c,
 		goto fail;
 	}
 	if (existed) {
-		seq = state_renew(p->store, key, now + lease_s);
+		seq = store_renew(p->store, key, now + lease_s);
 	} else {
 		for (uint32_t i = 0; i < n; i++) {
 			recs[i].qp_id = res[i].qp_id;
@@ -372,18 +283,18 @@ api_request1(struct c4p *p, struct c4p_sess *sess, struct srv_conn *c,
 			recs[i].stranded = res[i].stranded;
 			recs[i].path = res[i].path;
 		}
-		seq = state_put(p->store, key, job, now + lease_s, recs, n);
+		seq = store_put(p->store, key, job, now + lease_s, recs, n);
 	}
-	sess->requests++;
-	if (hold_set(p->holders, key, sess) < 0)
+	from->sess->requests++;
+	if (hold_set(p->holders, key, from->sess) < 0)
 		log_warnx("out of memory: holder of %s not tracked", key);
 	out->paths = arena_calloc(ar, n, sizeof(*out->paths));
 	if (out->paths != NULL) {
 		C4__PathAssignment *pa = arena_calloc(ar, n, sizeof(*pa));
 
 		for (uint32_t i = 0; pa != NULL && i < n; i++) {
-			api_fill_assignment(p, ar, &pa[i], i, res[i].sport,
-					    res[i].side, &res[i].path);
+			reply_assignment(p->topo, &pa[i], i, res[i].sport,
+					 res[i].side, &res[i].path);
 			out->paths[i] = &pa[i];
 		}
 		out->n_paths = pa != NULL ? n : 0;
@@ -404,13 +315,12 @@ out:
 }
 
 static int
-api_path_request(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
-		 struct msg_err *err)
+api_path_request(struct c4p *p, const struct api_from *from,
+		 const C4__Envelope *env, struct msg_err *err)
 {
-	struct c4p_sess *sess = srv_conn_get_data(c);
 	const C4__PathRequest *const *rq;
 	size_t nrq, total = 0;
-	struct c4p_pend *pe;
+	struct reply *pe;
 	uint64_t seq = 0;
 
 	if (env->type == C4__MSG_TYPE__MSG_PATH_REQUEST) {
@@ -431,12 +341,11 @@ api_path_request(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 		metrics_path_error(p, err->code);
 		return -1;
 	}
-	pe = api_pend_new(p, sess,
-			  nrq == 1 && env->type ==
-						  C4__MSG_TYPE__MSG_PATH_REQUEST
-				  ? C4__MSG_TYPE__MSG_PATH_REPLY
-				  : C4__MSG_TYPE__MSG_PATH_REPLY_BATCH,
-			  env->seq);
+	pe = reply_new(from->sess,
+		       nrq == 1 && env->type == C4__MSG_TYPE__MSG_PATH_REQUEST
+			       ? C4__MSG_TYPE__MSG_PATH_REPLY
+			       : C4__MSG_TYPE__MSG_PATH_REPLY_BATCH,
+		       env->seq);
 	if (pe == NULL) {
 		err->code = C4__ERROR_CODE__ERR_INTERNAL;
 		snprintf(err->text, sizeof(err->text), "out of memory");
@@ -446,7 +355,7 @@ api_path_request(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 		C4__PathReply *out = arena_alloc(&pe->arena, sizeof(*out));
 
 		if (out != NULL)
-			seq = api_request1(p, sess, c, rq[0], &pe->arena, out);
+			seq = api_request_one(p, from, rq[0], &pe->arena, out);
 		pe->body = out;
 	} else {
 		C4__PathReplyBatch *b = arena_alloc(&pe->arena, sizeof(*b));
@@ -457,8 +366,8 @@ api_path_request(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 		if (b != NULL && outs != NULL && v != NULL) {
 			c4__path_reply_batch__init(b);
 			for (size_t i = 0; i < nrq; i++) {
-				uint64_t s = api_request1(p, sess, c, rq[i],
-							  &pe->arena, &outs[i]);
+				uint64_t s = api_request_one(
+					p, from, rq[i], &pe->arena, &outs[i]);
 
 				if (s > seq)
 					seq = s;
@@ -471,29 +380,28 @@ api_path_request(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 	}
 	if (pe->body == NULL)
 		log_warnx("out of memory: path reply dropped");
-	api_pend_submit(p, pe, seq);
+	reply_submit(&p->replies, pe, seq);
 	return 0;
 }
 
 static int
-api_path_release(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
-		 struct msg_err *err)
+api_path_release(struct c4p *p, const struct api_from *from,
+		 const C4__Envelope *env, struct msg_err *err)
 {
 	const C4__PathRelease *r = env->path_release;
-	struct c4p_sess *sess = srv_conn_get_data(c);
 	uint64_t job, seq = 0;
 	size_t freed = 0;
-	struct c4p_pend *pe;
+	struct reply *pe;
 	C4__PathReply *out;
 
-	if (api_job_allowed(c, r->job_id, "release", err) < 0)
+	if (api_job_allowed(from, r->job_id, "release", err) < 0)
 		return -1;
-	job = c4p_job_id(p, r->job_id, 0);
+	job = jobs_id(p->jobs, r->job_id, 0);
 	p->st.path_releases++;
 	if (job != 0 && r->all_of_job) {
 		freed = alloc_release_job(p->alloc, job);
 		if (freed > 0)
-			seq = state_del_job(p->store, job);
+			seq = store_del_job(p->store, job);
 	} else if (job != 0) {
 		char key[C4P_KEY_MAX];
 
@@ -504,12 +412,12 @@ api_path_release(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 		}
 		freed = alloc_release(p->alloc, key);
 		if (freed > 0) {
-			seq = state_del(p->store, key);
+			seq = store_del(p->store, key);
 			hold_del(p->holders, key);
 		}
 	}
 	p->st.path_released_qps += freed;
-	pe = api_pend_new(p, sess, C4__MSG_TYPE__MSG_PATH_REPLY, env->seq);
+	pe = reply_new(from->sess, C4__MSG_TYPE__MSG_PATH_REPLY, env->seq);
 	if (pe == NULL)
 		return 0;
 	out = arena_alloc(&pe->arena, sizeof(*out));
@@ -521,124 +429,18 @@ api_path_release(struct c4p *p, struct srv_conn *c, const C4__Envelope *env,
 		out->released = (uint32_t)freed;
 		pe->body = out;
 	}
-	api_pend_submit(p, pe, seq);
+	reply_submit(&p->replies, pe, seq);
 	return 0;
-}
-
-/* ---- reassignment
- * ------------------------------------------------------------- */
-
-static const struct alloc_change *api_sort_ctx;
-
-static int
-api_cmp_change(const void *x, const void *y)
-{
-	const struct alloc_change *a = &api_sort_ctx[*(const size_t *)x];
-	const struct alloc_change *b = &api_sort_ctx[*(const size_t *)y];
-	int c = strcmp(a->req_id, b->req_id);
-
-	if (c != 0)
-		return c;
-	return a->index < b->index ? -1 : a->index > b->index;
-}
-
-/* Sends one PathReassign for the changes ix[0..n) of one request. */
-static void
-api_reassign1(struct c4p *p, const struct alloc_change *ch, const size_t *ix,
-	      size_t n, const char *reason, uint64_t seq)
-{
-	const char *key = ch[ix[0]].req_id, *slash = strchr(key, '/');
-	struct c4p_sess *sess = hold_get(p->holders, key);
-	C4__PathReassign *m;
-	struct c4p_pend *pe;
-	size_t k = 0;
-
-	if (sess == NULL || sess->conn == NULL) {
-		p->st.reassign_orphaned++;
-		return;
-	}
-	pe = api_pend_new(p, sess, C4__MSG_TYPE__MSG_PATH_REASSIGN, 0);
-	if (pe == NULL)
-		return;
-	m = arena_alloc(&pe->arena, sizeof(*m));
-	if (m == NULL)
-		goto out;
-	c4__path_reassign__init(m);
-	m->job_id = (char *)c4p_job_name(p, ch[ix[0]].job);
-	m->request_id = arena_strdup(&pe->arena, slash ? slash + 1 : key);
-	m->reason = arena_strdup(&pe->arena, reason);
-	m->paths = arena_calloc(&pe->arena, n, sizeof(*m->paths));
-	if (m->paths == NULL)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		const struct alloc_change *c = &ch[ix[i]];
-		C4__PathAssignment *pa;
-
-		if (c->kind != ALLOC_MOVED)
-			continue;
-		pa = arena_alloc(&pe->arena, sizeof(*pa));
-		if (pa == NULL)
-			goto out;
-		api_fill_assignment(p, &pe->arena, pa, c->index, c->new_sport,
-				    p->topo->ports[c->new_path.src_port].side,
-				    &c->new_path);
-		m->paths[k++] = pa;
-	}
-	m->n_paths = k;
-	if (k > 0) {
-		pe->body = m;
-		p->st.reassign_sent++;
-	}
-out:
-	api_pend_submit(p, pe, seq);
-}
-
-uint64_t
-api_changes(struct c4p *p, const struct alloc_change *ch, size_t n,
-	    const char *reason)
-{
-	uint64_t seq = 0;
-	size_t *ix;
-
-	if (n == 0)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		seq = state_move(p->store, &ch[i]);
-		if (ch[i].kind == ALLOC_MOVED)
-			p->st.reassigned_qps++;
-		else
-			p->st.stranded_qps++;
-	}
-	ix = malloc(n * sizeof(*ix));
-	if (ix == NULL) {
-		log_warnx("out of memory: holders of %zu moved QPs not told",
-			  n);
-		return seq;
-	}
-	for (size_t i = 0; i < n; i++)
-		ix[i] = i;
-	api_sort_ctx = ch;
-	qsort(ix, n, sizeof(*ix), api_cmp_change);
-	api_sort_ctx = NULL;
-	for (size_t i = 0, j; i < n; i = j) {
-		for (j = i + 1;
-		     j < n && strcmp(ch[ix[j]].req_id, ch[ix[i]].req_id) == 0;
-		     j++)
-			;
-		api_reassign1(p, ch, ix + i, j - i, reason, seq);
-	}
-	free(ix);
-	return seq;
 }
 
 void
 api_expire(struct c4p *p)
 {
-	uint64_t now = c4p_now_s();
+	uint64_t now = api_now_s();
 	size_t n = alloc_expire(p->alloc, now);
 
 	if (n > 0) {
-		state_expire(p->store, now);
+		store_expire(p->store, now);
 		p->st.path_expired += n;
 		log_info("%zu QPs released: leases lapsed", n);
 	}
@@ -657,7 +459,7 @@ api_probe_result(struct c4p *p, struct c4p_sess *sess, const C4__ProbeResult *r,
 
 	p->st.probe_results++;
 	/* An answer to a task of the running round. */
-	if (probe_result(p->probe, sess, r) == 0)
+	if (probes_result(p->probes, sess, r) == 0)
 		return 0;
 	memset(&pr, 0, sizeof(pr));
 	if (r->src_ip == NULL || r->dst_ip == NULL ||
@@ -707,34 +509,28 @@ api_probe_result(struct c4p *p, struct c4p_sess *sess, const C4__ProbeResult *r,
 		k.side = pr.side;
 		ce = catalog_find(p->cat, &k);
 		if (ce != NULL)
-			state_catalog(p->store, ce);
+			store_catalog(p->store, ce);
 	}
 	return 0;
 }
 
 int
-api_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
-	       void *arg)
+api_handle(struct c4p *p, const struct api_from *from, const C4__Envelope *env,
+	   struct msg_err *err)
 {
-	struct dmn *d = arg;
-	struct c4p *p = d->state;
-
 	switch (env->type) {
 	case C4__MSG_TYPE__MSG_PATH_REQUEST:
 	case C4__MSG_TYPE__MSG_PATH_REQUEST_BATCH:
-		return api_path_request(p, c, env, err);
+		return api_path_request(p, from, env, err);
 	case C4__MSG_TYPE__MSG_PATH_RELEASE:
-		return api_path_release(p, c, env, err);
+		return api_path_release(p, from, env, err);
 	case C4__MSG_TYPE__MSG_QP_LOAD:
 		/* Input of rebalancing (a later step): counted for now. */
 		p->st.qp_load_updates++;
 		p->st.qp_load_qps += env->qp_load->n_qps;
 		return 0;
 	case C4__MSG_TYPE__MSG_PROBE_RESULT:
-		return api_probe_result(p, srv_conn_get_data(c),
-					env->probe_result, err);
-	case C4__MSG_TYPE__MSG_ADMIN_REQUEST:
-		return admin_handle(p, c, env, err);
+		return api_probe_result(p, from->sess, env->probe_result, err);
 	default:
 		return -1;
 	}

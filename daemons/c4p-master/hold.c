@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "c4p.h"
+#include "hold.h"
 
 #define HOLD_BUCKETS_MIN 1024u
 

@@ -2,9 +2,10 @@
  * c4p-master - the cluster-wide C4P master: agents and CCL clients of every
  * job ask it for RDMA source ports; operators query and steer the fabric.
  *
- * main.c: the configuration (topology, state_dir, lease, hash_seed), the
- * daemon's start and stop, names of NICs and links, the job table and the
- * counters.  See c4p.h for the other files.
+ * main.c wires the parts together and nothing else: the configuration
+ * (topology, state_dir, lease, hash_seed), the daemon's start and stop,
+ * the callbacks of the server core and the store, and the counters of
+ * `c4ctl status`.  See c4p.h for the other files and their layers.
  */
 #define LOG_SUBSYS "c4p"
 
@@ -20,7 +21,14 @@
 #include <event2/thread.h>
 
 #include "c4_build.h"
+#include "admin.h"
+#include "api.h"
 #include "c4p.h"
+#include "hold.h"
+#include "jobs.h"
+#include "metrics.h"
+#include "probes.h"
+#include "store.h"
 #include "log.h"
 #include "topo_yaml.h"
 
@@ -32,10 +40,11 @@ static const struct cfg_field c4p_probe_fields[] = {
 	 C4P_PROBE_PORTS_MAX, "32", NULL, "source ports probed per pair"},
 	{"rate", CFG_INT, offsetof(struct c4p_probe_conf, rate), 0, 1, 1000000,
 	 "2000", NULL, "probe packets per second asked of each agent"},
-	{"repeats", CFG_INT, offsetof(struct c4p_probe_conf, repeats), 0, 1, 16,
-	 "2", NULL, "probes per source port and TTL (loss)"},
+	{"repeats", CFG_INT, offsetof(struct c4p_probe_conf, repeats), 0, 1,
+	 C4_PROBE_REPEATS_MAX, "2", NULL,
+	 "probes per source port and TTL (loss)"},
 	{"timeout", CFG_DURATION, offsetof(struct c4p_probe_conf, timeout), 0,
-	 10, 10000, "300ms", NULL,
+	 10, C4_PROBE_TIMEOUT_MAX_MS, "300ms", NULL,
 	 "how long an agent waits for answers after its last probe"},
 	{"loss_threshold", CFG_DOUBLE,
 	 offsetof(struct c4p_probe_conf, loss_threshold), 0, 0, 1, "0.05", NULL,
@@ -154,90 +163,6 @@ static const struct cfg_schema c4p_schema = {
 	"c4p-master configuration", sizeof(struct c4p_conf), c4p_fields,
 	CFG_NFIELDS(c4p_fields), c4p_validate};
 
-/* ---- names and lookups
- * -------------------------------------------------------- */
-
-uint64_t
-c4p_now_s(void)
-{
-	return (uint64_t)time(NULL);
-}
-
-uint64_t
-c4p_job_id(struct c4p *p, const char *name, int create)
-{
-	struct c4p_job *j;
-
-	for (size_t i = 0; i < p->njobs; i++)
-		if (strcmp(p->jobs[i].name, name) == 0)
-			return p->jobs[i].id;
-	if (!create || p->njobs >= C4P_JOBS_MAX)
-		return 0;
-	if (p->njobs == p->cap_jobs) {
-		size_t cap = p->cap_jobs ? p->cap_jobs * 2 : 16;
-		void *g = realloc(p->jobs, cap * sizeof(*p->jobs));
-
-		if (g == NULL)
-			return 0;
-		p->jobs = g;
-		p->cap_jobs = cap;
-	}
-	j = &p->jobs[p->njobs];
-	j->name = strdup(name);
-	if (j->name == NULL)
-		return 0;
-	j->id = ++p->njobs;
-	/* create == 2: loading from the store, nothing to write */
-	if (create == 1)
-		state_job(p->store, j->id, name);
-	return j->id;
-}
-
-const char *
-c4p_job_name(const struct c4p *p, uint64_t id)
-{
-	return id >= 1 && id <= p->njobs ? p->jobs[id - 1].name : "?";
-}
-
-void
-c4p_nic_name(const struct topo *t, uint32_t port, char *buf, size_t len)
-{
-	const struct topo_nic *n;
-
-	if (port >= t->nports) {
-		snprintf(buf, len, "?");
-		return;
-	}
-	n = &t->nics[t->ports[port].nic];
-	snprintf(buf, len, "%s/%s", t->hosts[n->host].name, n->name);
-}
-
-uint32_t
-c4p_nic_lookup(const struct topo *t, const char *s)
-{
-	char host[TOPO_NAME_MAX];
-	const char *slash = strchr(s, '/');
-	uint32_t ip, h;
-
-	if (slash == NULL)
-		return topo_ip_parse(s, &ip) == 0 ? topo_nic_by_ip(t, ip)
-						  : TOPO_NONE;
-	if ((size_t)(slash - s) >= sizeof(host))
-		return TOPO_NONE;
-	memcpy(host, s, (size_t)(slash - s));
-	host[slash - s] = '\0';
-	h = topo_host_by_name(t, host);
-	if (h == TOPO_NONE)
-		return TOPO_NONE;
-	for (uint32_t i = 0; i < t->hosts[h].nic_count; i++) {
-		uint32_t n = t->hosts[h].first_nic + i;
-
-		if (strcmp(t->nics[n].name, slash + 1) == 0)
-			return n;
-	}
-	return TOPO_NONE;
-}
-
 /* ---- hooks
  * -------------------------------------------------------------------- */
 
@@ -246,7 +171,31 @@ c4p_committed(uint64_t seq, void *arg)
 {
 	struct c4p *p = arg;
 
-	api_committed(p, seq);
+	reply_committed(&p->replies, seq);
+}
+
+/* How a reply goes out on the daemon: on the session's connection. */
+static int
+c4p_send(struct c4p_sess *sess, C4__MsgType type, const void *body,
+	 uint64_t reply_to, void *arg)
+{
+	(void)arg;
+	return srv_send(sess->conn, type, (void *)body, reply_to);
+}
+
+/* Operator requests to admin.c, the rest to api.c. */
+static int
+c4p_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
+	       void *arg)
+{
+	struct dmn *d = arg;
+	struct c4p *p = d->state;
+	struct api_from from = {srv_conn_get_data(c), srv_conn_job(c),
+				srv_conn_role(c)};
+
+	if (env->type == C4__MSG_TYPE__MSG_ADMIN_REQUEST)
+		return admin_handle(p, from.sess, env, err);
+	return api_handle(p, &from, env, err);
 }
 
 static void
@@ -263,11 +212,11 @@ c4p_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 	struct dmn *d = arg;
 	struct c4p *p = d->state;
 	struct alloc_stats as;
-	struct state_stats ss;
+	struct store_stats ss;
 	size_t pending;
 
 	(void)s;
-	state_get_stats(p->store, &ss);
+	store_get_stats(p->store, &ss);
 	p->st.store_commits = ss.commits;
 	p->st.store_inline_commits = ss.inline_commits;
 	p->st.store_ops = ss.ops;
@@ -282,11 +231,11 @@ c4p_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 			  "QPs without a healthy path now", 1);
 	srv_reply_counter(r, "alloc_max_link_load", as.max_link_load,
 			  "largest QP weight on one cable direction", 1);
-	srv_reply_counter(r, "jobs_known", p->njobs, "jobs seen since created",
-			  1);
+	srv_reply_counter(r, "jobs_known", jobs_count(p->jobs),
+			  "jobs seen since created", 1);
 	srv_reply_counter(r, "catalog_entries", catalog_count(p->cat),
 			  "catalog entries (IP pair and side)", 1);
-	srv_reply_counter(r, "probe_round", probe_rounds(p->probe, &pending),
+	srv_reply_counter(r, "probe_round", probes_rounds(p->probes, &pending),
 			  "number of the current or last probe round", 1);
 	srv_reply_counter(r, "probe_pending", pending,
 			  "probe results the current round still awaits", 1);
@@ -298,28 +247,17 @@ c4p_free(struct c4p *p)
 	if (p == NULL)
 		return;
 	/* Pending messages whose sessions are gone: drop them. */
-	while (p->pend_head != NULL) {
-		struct c4p_pend *pe = p->pend_head;
-
-		p->pend_head = pe->next;
-		/* every session is closed by now: the last reference frees */
-		if (--pe->sess->pending == 0 && pe->sess->conn == NULL)
-			free(pe->sess);
-		arena_free(&pe->arena);
-		free(pe);
-	}
+	reply_drop_all(&p->replies);
 	if (p->expire_ev != NULL)
 		event_free(p->expire_ev);
 	metrics_close(p);
-	probe_free(p->probe);
-	state_close(p->store);
+	probes_free(p->probes);
+	store_close(p->store);
+	jobs_free(p->jobs);
 	hold_free(p->holders);
 	alloc_free(p->alloc);
 	catalog_free(p->cat);
 	topo_free(p->topo);
-	for (size_t i = 0; i < p->njobs; i++)
-		free(p->jobs[i].name);
-	free(p->jobs);
 	free(p);
 }
 
@@ -332,6 +270,7 @@ c4p_start(struct dmn *d)
 			     (C4P_EXPIRE_PERIOD_MS % 1000) * 1000};
 	char path[4096], err[512];
 	struct cfg_diag td;
+	struct store_restore restore;
 
 	if (p == NULL)
 		return -1;
@@ -354,18 +293,27 @@ c4p_start(struct dmn *d)
 		log_errx("out of memory");
 		goto fail;
 	}
-	p->store = state_open(conf->state_dir, conf->sync_full, d->base,
+	p->replies.send = c4p_send;
+	p->store = store_open(conf->state_dir, conf->sync_full, d->base,
 			      c4p_committed, p, err, sizeof(err));
 	if (p->store == NULL) {
 		log_errx("state: %s", err);
 		goto fail;
 	}
-	if (state_load(p->store, p, err, sizeof(err)) < 0) {
-		log_errx("state: %s/%s: %s", conf->state_dir, C4P_DB_NAME, err);
+	p->jobs = jobs_new(p->store, C4P_JOBS_MAX);
+	if (p->jobs == NULL) {
+		log_errx("out of memory");
 		goto fail;
 	}
-	p->probe = probe_new(p);
-	if (p->probe == NULL)
+	restore =
+		(struct store_restore){jobs_restore, p->jobs, p->cat, p->alloc};
+	if (store_load(p->store, &restore, err, sizeof(err)) < 0) {
+		log_errx("state: %s/%s: %s", conf->state_dir, STORE_DB_NAME,
+			 err);
+		goto fail;
+	}
+	p->probes = probes_new(p);
+	if (p->probes == NULL)
 		goto fail;
 	p->expire_ev = event_new(d->base, -1, EV_PERSIST, c4p_expire_cb, p);
 	if (p->expire_ev == NULL || event_add(p->expire_ev, &tv) < 0)
@@ -448,7 +396,7 @@ main(int argc, char **argv)
 		.ops =
 			{
 				.on_hello = api_on_hello,
-				.on_message = api_on_message,
+				.on_message = c4p_on_message,
 				.on_close = api_on_close,
 				.on_status = c4p_on_status,
 			},

@@ -19,7 +19,9 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "addrplan.h"
-#include "c4p.h"
+#include "jobs.h"
+#include "metrics.h"
+#include "store.h"
 #include "log.h"
 
 #define METRICS_LABELS_MAX 512
@@ -88,10 +90,10 @@ metrics_cb(struct evbuffer *b, void *arg)
 	const char *base = "daemon=\"c4p-master\"";
 	char lab[METRICS_LABELS_MAX];
 	struct alloc_stats as;
-	struct state_stats ss;
+	struct store_stats ss;
 
 	http_metrics_srv(b, p->dmn->srv, base);
-	state_get_stats(p->store, &ss);
+	store_get_stats(p->store, &ss);
 	p->st.store_commits = ss.commits;
 	p->st.store_inline_commits = ss.inline_commits;
 	p->st.store_ops = ss.ops;
@@ -122,7 +124,7 @@ metrics_cb(struct evbuffer *b, void *arg)
 		    "largest QP weight on one cable direction", 1, base,
 		    as.max_link_load);
 	http_metric(b, "c4p_jobs_known", "jobs seen since the store was made",
-		    1, base, p->njobs);
+		    1, base, jobs_count(p->jobs));
 	http_metric(b, "c4p_catalog_entries",
 		    "catalog entries (IP pair and side)", 1, base,
 		    catalog_count(p->cat));
@@ -140,9 +142,9 @@ static int
 metrics_health(char *why, size_t len, void *arg)
 {
 	struct c4p *p = arg;
-	struct state_stats ss;
+	struct store_stats ss;
 
-	state_get_stats(p->store, &ss);
+	store_get_stats(p->store, &ss);
 	if (!ss.failed)
 		return 1;
 	snprintf(why, len, "store writes are failing");

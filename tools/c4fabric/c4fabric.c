@@ -21,6 +21,7 @@
 
 #include "addrplan.h"
 #include "c4fabric.h"
+#include "nic.h"
 #include "topo_yaml.h"
 
 static void
@@ -308,30 +309,6 @@ fab_link_loss(const struct fab *f, uint32_t l, double pct)
 	return rc;
 }
 
-/* HOST/NIC/left|right -> port id, or TOPO_NONE. */
-static uint32_t
-fab_port_lookup(const struct topo *t, const char *s)
-{
-	char host[TOPO_NAME_MAX], nic[TOPO_NAME_MAX], side[8];
-	uint32_t h, i;
-
-	if (sscanf(s, "%63[^/]/%63[^/]/%7s", host, nic, side) != 3)
-		return TOPO_NONE;
-	h = topo_host_by_name(t, host);
-	if (h == TOPO_NONE)
-		return TOPO_NONE;
-	for (i = t->hosts[h].first_nic;
-	     i < t->hosts[h].first_nic + t->hosts[h].nic_count; i++) {
-		if (strcmp(t->nics[i].name, nic) != 0)
-			continue;
-		if (strcmp(side, "left") == 0)
-			return t->nics[i].port[TOPO_LEFT];
-		if (strcmp(side, "right") == 0)
-			return t->nics[i].port[TOPO_RIGHT];
-	}
-	return TOPO_NONE;
-}
-
 /* Both ends of NIC port p up or down (the leaf keeps its /32 route). */
 static int
 fab_port_updown(const struct fab *f, uint32_t p, bool up)
@@ -564,7 +541,7 @@ main(int argc, char **argv)
 			rc = 2;
 		}
 	} else if (strcmp(cmd, "port") == 0 && optind + 1 < argc) {
-		uint32_t p = fab_port_lookup(f.t, argv[optind + 1]);
+		uint32_t p = nic_port_lookup(f.t, argv[optind + 1]);
 
 		if (p == TOPO_NONE)
 			fprintf(stderr, "c4fabric: no port %s\n",

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "c4p.h"
+#include "hold.h"
 
 START_TEST(test_set_get_replace_delete)
 {

@@ -1,5 +1,5 @@
 /*
- * probe.c - probe tasks from the c4p-master: for each source port of a
+ * prober.c - probe tasks from the c4p-master: for each source port of a
  * task, UDP datagrams toward the RoCEv2 port with TTL 1 .. max_ttl, each
  * `repeats` times; the switch where the TTL runs out answers ICMP time
  * exceeded, the destination answers port unreachable.  IP_RECVERR puts
@@ -35,15 +35,15 @@
 #include "log.h"
 
 /* What the answers of one (source port, TTL) add up to. */
-struct probe_acc {
+struct prober_acc {
 	uint32_t sent, received;
 	uint64_t rtt_us; /* sum over received */
 	uint32_t addr;	 /* last offender, network order; 0: none */
 	bool reached;
 };
 
-struct probe_run {
-	TAILQ_ENTRY(probe_run) entry;
+struct prober_run {
+	TAILQ_ENTRY(prober_run) entry;
 	uint64_t id;
 	uint32_t src_ip, dst_ip; /* network order */
 	uint16_t dport;
@@ -55,36 +55,35 @@ struct probe_run {
 	uint32_t timeout_ms;
 	int *fds;
 	struct event **evs;
-	struct probe_acc *acc; /* [n * max_ttl] */
-	uint64_t *sent_ns;     /* [n * max_ttl * repeats]; 0: unanswered */
+	struct prober_acc *acc; /* [n * max_ttl] */
+	uint64_t *sent_ns;	/* [n * max_ttl * repeats]; 0: unanswered */
 	size_t next, total, answered;
 	uint64_t started_ns;
 	bool failed; /* its sockets could not be made: no paths */
 	struct event *timer;
-	struct probe *pr;
+	struct prober *pr;
 };
 
-TAILQ_HEAD(probe_list, probe_run);
+TAILQ_HEAD(prober_list, prober_run);
 
-struct probe {
+struct prober {
 	struct event_base *base;
 	uint32_t rate;
 	int netns_fd, self_fd; /* -1 without probe_netns */
-	char *netns;
 	double tokens;
 	uint64_t last_tick_ns;
 	struct event *tick;
-	struct probe_list queue, active;
+	struct prober_list queue, active;
 	size_t socks;
-	probe_result_fn done;
+	prober_result_fn done;
 	void *arg;
-	struct probe_stats st;
+	struct prober_stats st;
 };
 
 /* ---- payload and error-queue parsing (pure, unit-tested) -------------- */
 
 static void
-probe_put32(uint8_t *p, uint32_t v)
+prober_put32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)(v >> 24);
 	p[1] = (uint8_t)(v >> 16);
@@ -93,19 +92,19 @@ probe_put32(uint8_t *p, uint32_t v)
 }
 
 static uint32_t
-probe_get32(const uint8_t *p)
+prober_get32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
 	       (uint32_t)p[2] << 8 | p[3];
 }
 
 void
-probe_payload(uint8_t *buf, uint64_t task, uint16_t sport, uint8_t ttl,
-	      uint8_t rep)
+prober_payload(uint8_t *buf, uint64_t task, uint16_t sport, uint8_t ttl,
+	       uint8_t rep)
 {
-	probe_put32(buf, PROBE_MAGIC);
-	probe_put32(buf + 4, (uint32_t)(task >> 32));
-	probe_put32(buf + 8, (uint32_t)task);
+	prober_put32(buf, PROBER_MAGIC);
+	prober_put32(buf + 4, (uint32_t)(task >> 32));
+	prober_put32(buf + 8, (uint32_t)task);
 	buf[12] = (uint8_t)(sport >> 8);
 	buf[13] = (uint8_t)sport;
 	buf[14] = ttl;
@@ -113,8 +112,8 @@ probe_payload(uint8_t *buf, uint64_t task, uint16_t sport, uint8_t ttl,
 }
 
 int
-probe_parse(const struct msghdr *msg, const uint8_t *data, size_t len,
-	    struct probe_reply *r)
+prober_parse(const struct msghdr *msg, const uint8_t *data, size_t len,
+	     struct prober_reply *r)
 {
 	const struct sock_extended_err *ee = NULL;
 	const struct sockaddr_in *off;
@@ -132,18 +131,19 @@ probe_parse(const struct msghdr *msg, const uint8_t *data, size_t len,
 	if (ee == NULL || ee->ee_origin != SO_EE_ORIGIN_ICMP)
 		return -1;
 	/* Without our payload it cannot be told which probe this was. */
-	if (len < PROBE_PAYLOAD_LEN || probe_get32(data) != PROBE_MAGIC)
+	if (len < PROBER_PAYLOAD_LEN || prober_get32(data) != PROBER_MAGIC)
 		return -1;
-	r->task = (uint64_t)probe_get32(data + 4) << 32 | probe_get32(data + 8);
+	r->task =
+		(uint64_t)prober_get32(data + 4) << 32 | prober_get32(data + 8);
 	r->sport = (uint16_t)(data[12] << 8 | data[13]);
 	r->ttl = data[14];
 	r->rep = data[15];
 	if (ee->ee_type == 11) /* ICMP time exceeded */
-		r->kind = PROBE_TTL_EXCEEDED;
+		r->kind = PROBER_TTL_EXCEEDED;
 	else if (ee->ee_type == 3 && ee->ee_code == 3) /* port unreachable */
-		r->kind = PROBE_REACHED;
+		r->kind = PROBER_REACHED;
 	else
-		r->kind = PROBE_OTHER;
+		r->kind = PROBER_OTHER;
 	/* The offender follows the structure, inside the same cmsg. */
 	off = (const struct sockaddr_in *)SO_EE_OFFENDER(
 		(struct sock_extended_err *)ee);
@@ -165,7 +165,7 @@ probe_parse(const struct msghdr *msg, const uint8_t *data, size_t len,
  * matched by payload, not by socket.  -1 with errno on failure.
  */
 static int
-probe_socket(struct probe *pr, const struct probe_run *t, uint16_t sport)
+prober_socket(struct prober *pr, const struct prober_run *t, uint16_t sport)
 {
 	struct sockaddr_in sa;
 	int fd, on = 1, e;
@@ -207,10 +207,10 @@ probe_socket(struct probe *pr, const struct probe_run *t, uint16_t sport)
 	return fd;
 }
 
-static struct probe_run *
-probe_find(struct probe *pr, uint64_t id)
+static struct prober_run *
+prober_find(struct prober *pr, uint64_t id)
 {
-	struct probe_run *t;
+	struct prober_run *t;
 
 	TAILQ_FOREACH(t, &pr->active, entry)
 	if (t->id == id)
@@ -220,7 +220,7 @@ probe_find(struct probe *pr, uint64_t id)
 
 /* Index of sport in the task, or -1. */
 static ssize_t
-probe_sport_ix(const struct probe_run *t, uint16_t sport)
+prober_sport_ix(const struct prober_run *t, uint16_t sport)
 {
 	for (size_t i = 0; i < t->n; i++)
 		if (t->sports[i] == sport)
@@ -230,16 +230,16 @@ probe_sport_ix(const struct probe_run *t, uint16_t sport)
 
 /* One answer: credit the probe it names, once. */
 static void
-probe_take(struct probe *pr, const struct probe_reply *r, uint64_t now)
+prober_take(struct prober *pr, const struct prober_reply *r, uint64_t now)
 {
-	struct probe_run *t = probe_find(pr, r->task);
-	struct probe_acc *a;
+	struct prober_run *t = prober_find(pr, r->task);
+	struct prober_acc *a;
 	ssize_t k;
 	size_t ix;
 
 	if (t == NULL || r->ttl == 0 || r->ttl > t->max_ttl ||
-	    r->rep >= t->repeats || (k = probe_sport_ix(t, r->sport)) < 0 ||
-	    r->kind == PROBE_OTHER) {
+	    r->rep >= t->repeats || (k = prober_sport_ix(t, r->sport)) < 0 ||
+	    r->kind == PROBER_OTHER) {
 		pr->st.stray++;
 		return;
 	}
@@ -252,7 +252,7 @@ probe_take(struct probe *pr, const struct probe_reply *r, uint64_t now)
 	a->received++;
 	a->rtt_us += (now - t->sent_ns[ix]) / 1000;
 	a->addr = r->offender;
-	if (r->kind == PROBE_REACHED) {
+	if (r->kind == PROBER_REACHED) {
 		a->reached = true;
 		pr->st.reached++;
 	}
@@ -265,16 +265,16 @@ probe_take(struct probe *pr, const struct probe_reply *r, uint64_t now)
 }
 
 static void
-probe_read_cb(evutil_socket_t fd, short what, void *arg)
+prober_read_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct probe *pr = arg;
+	struct prober *pr = arg;
 
 	(void)what;
 	for (int i = 0; i < 256; i++) {
 		uint8_t data[64], ctl[512];
 		struct iovec iov = {data, sizeof(data)};
 		struct msghdr m;
-		struct probe_reply r;
+		struct prober_reply r;
 		ssize_t n;
 
 		memset(&m, 0, sizeof(m));
@@ -285,20 +285,20 @@ probe_read_cb(evutil_socket_t fd, short what, void *arg)
 		n = recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT);
 		if (n < 0)
 			return;
-		if (probe_parse(&m, data, (size_t)n, &r) < 0) {
+		if (prober_parse(&m, data, (size_t)n, &r) < 0) {
 			pr->st.stray++;
 			continue;
 		}
-		probe_take(pr, &r, clock_ns(CLOCK_MONOTONIC));
+		prober_take(pr, &r, clock_ns(CLOCK_MONOTONIC));
 	}
 }
 
 /* ---- tasks ------------------------------------------------------------- */
 
 static void
-probe_run_free(struct probe_run *t)
+prober_run_free(struct prober_run *t)
 {
-	struct probe *pr = t->pr;
+	struct prober *pr = t->pr;
 
 	for (size_t i = 0; t->fds != NULL && i < t->n; i++) {
 		if (t->evs[i] != NULL)
@@ -318,10 +318,10 @@ probe_run_free(struct probe_run *t)
 	free(t);
 }
 
-static void probe_start_more(struct probe *pr);
+static void prober_start_more(struct prober *pr);
 
 static void
-probe_ip_str(uint32_t a, char *buf, size_t len)
+prober_ip_str(uint32_t a, char *buf, size_t len)
 {
 	struct in_addr in = {a};
 
@@ -330,9 +330,9 @@ probe_ip_str(uint32_t a, char *buf, size_t len)
 
 /* Hands the task's result to the caller, frees it, starts the next. */
 static void
-probe_finish(struct probe_run *t)
+prober_finish(struct prober_run *t)
 {
-	struct probe *pr = t->pr;
+	struct prober *pr = t->pr;
 	C4__ProbeResult r = C4__PROBE_RESULT__INIT;
 	C4__ProbePath *paths = calloc(t->n, sizeof(*paths));
 	C4__ProbePath **pv = calloc(t->n, sizeof(*pv));
@@ -345,8 +345,8 @@ probe_finish(struct probe_run *t)
 	pr->st.active--;
 	pr->st.tasks_done++;
 	pr->st.timeouts += t->next - t->answered;
-	probe_ip_str(t->src_ip, sip, sizeof(sip));
-	probe_ip_str(t->dst_ip, dip, sizeof(dip));
+	prober_ip_str(t->src_ip, sip, sizeof(sip));
+	prober_ip_str(t->dst_ip, dip, sizeof(dip));
 	r.has_task_id = 1;
 	r.task_id = t->id;
 	r.src_ip = sip;
@@ -374,7 +374,7 @@ probe_finish(struct probe_run *t)
 		p->hops = &hv[k * t->max_ttl];
 		for (uint8_t ttl = 1; ttl <= t->max_ttl; ttl++) {
 			size_t i = k * t->max_ttl + ttl - 1;
-			const struct probe_acc *a = &t->acc[i];
+			const struct prober_acc *a = &t->acc[i];
 			C4__ProbeHop *h = &hops[i];
 
 			c4__probe_hop__init(h);
@@ -384,7 +384,8 @@ probe_finish(struct probe_run *t)
 			h->received = a->received;
 			if (a->addr != 0) {
 				h->addr = addrs + i * INET_ADDRSTRLEN;
-				probe_ip_str(a->addr, h->addr, INET_ADDRSTRLEN);
+				prober_ip_str(a->addr, h->addr,
+					      INET_ADDRSTRLEN);
 			}
 			if (a->received > 0) {
 				h->has_rtt_us = 1;
@@ -410,24 +411,24 @@ send:
 	free(hops);
 	free(hv);
 	free(addrs);
-	probe_run_free(t);
-	probe_start_more(pr);
+	prober_run_free(t);
+	prober_start_more(pr);
 }
 
 static void
-probe_timeout_cb(evutil_socket_t fd, short what, void *arg)
+prober_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
-	probe_finish(arg);
+	prober_finish(arg);
 }
 
 /* Sends the task's next probe; 0, or -1 when nothing was left to send. */
 static int
-probe_send1(struct probe *pr, struct probe_run *t)
+prober_send_next(struct prober *pr, struct prober_run *t)
 {
 	size_t per_rep = t->n * t->max_ttl, i = t->next, rem, k;
-	uint8_t ttl, rep, buf[PROBE_PAYLOAD_LEN];
+	uint8_t ttl, rep, buf[PROBER_PAYLOAD_LEN];
 	struct sockaddr_in sa;
 	int v, e;
 	socklen_t sl = sizeof(e);
@@ -443,7 +444,7 @@ probe_send1(struct probe *pr, struct probe_run *t)
 	sa.sin_family = AF_INET;
 	sa.sin_addr.s_addr = t->dst_ip;
 	sa.sin_port = htons(t->dport);
-	probe_payload(buf, t->id, t->sports[k], ttl, rep);
+	prober_payload(buf, t->id, t->sports[k], ttl, rep);
 	v = ttl;
 	/* An earlier ICMP error left on the socket would fail this send. */
 	getsockopt(t->fds[k], SOL_SOCKET, SO_ERROR, &e, &sl);
@@ -469,11 +470,11 @@ probe_send1(struct probe *pr, struct probe_run *t)
 
 /* The pacing timer: tokens at the agent's rate, spent round robin. */
 static void
-probe_tick_cb(evutil_socket_t fd, short what, void *arg)
+prober_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct probe *pr = arg;
+	struct prober *pr = arg;
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
-	double burst = pr->rate * (double)PROBE_TICK_MS / 1000.0 * 2 + 1;
+	double burst = pr->rate * (double)PROBER_TICK_MS / 1000.0 * 2 + 1;
 	bool busy = true;
 
 	(void)fd;
@@ -483,28 +484,28 @@ probe_tick_cb(evutil_socket_t fd, short what, void *arg)
 		pr->tokens = burst;
 	pr->last_tick_ns = now;
 	while (pr->tokens >= 1 && busy) {
-		struct probe_run *t, *nx;
+		struct prober_run *t, *nx;
 
 		busy = false;
 		for (t = TAILQ_FIRST(&pr->active); t != NULL; t = nx) {
 			nx = TAILQ_NEXT(t, entry);
 			if (pr->tokens < 1)
 				break;
-			if (probe_send1(pr, t) == 0) {
+			if (prober_send_next(pr, t) == 0) {
 				pr->tokens -= 1;
 				busy = true;
 			}
 		}
 	}
 	/* Tasks whose every send failed end here, not at a timer. */
-	for (struct probe_run *t = TAILQ_FIRST(&pr->active), *nx; t != NULL;
+	for (struct prober_run *t = TAILQ_FIRST(&pr->active), *nx; t != NULL;
 	     t = nx) {
 		nx = TAILQ_NEXT(t, entry);
 		if (t->next == t->total && t->answered == t->total)
-			probe_finish(t);
+			prober_finish(t);
 	}
 	if (!busy && TAILQ_EMPTY(&pr->queue))
-		for (struct probe_run *t = TAILQ_FIRST(&pr->active); t != NULL;
+		for (struct prober_run *t = TAILQ_FIRST(&pr->active); t != NULL;
 		     t = TAILQ_NEXT(t, entry))
 			if (t->next < t->total)
 				busy = true;
@@ -514,7 +515,7 @@ probe_tick_cb(evutil_socket_t fd, short what, void *arg)
 
 /* Opens a task's sockets; -1 (errno set) when one cannot be made. */
 static int
-probe_open(struct probe *pr, struct probe_run *t)
+prober_open(struct prober *pr, struct prober_run *t)
 {
 	t->fds = malloc(t->n * sizeof(*t->fds));
 	t->evs = calloc(t->n, sizeof(*t->evs));
@@ -523,12 +524,12 @@ probe_open(struct probe *pr, struct probe_run *t)
 	for (size_t i = 0; i < t->n; i++)
 		t->fds[i] = -1;
 	for (size_t i = 0; i < t->n; i++) {
-		t->fds[i] = probe_socket(pr, t, t->sports[i]);
+		t->fds[i] = prober_socket(pr, t, t->sports[i]);
 		if (t->fds[i] < 0)
 			return -1;
 		pr->socks++;
 		t->evs[i] = event_new(pr->base, t->fds[i], EV_READ | EV_PERSIST,
-				      probe_read_cb, pr);
+				      prober_read_cb, pr);
 		if (t->evs[i] == NULL || event_add(t->evs[i], NULL) < 0)
 			return -1;
 	}
@@ -537,27 +538,27 @@ probe_open(struct probe *pr, struct probe_run *t)
 
 /* Moves queued tasks to running while the limits allow. */
 static void
-probe_start_more(struct probe *pr)
+prober_start_more(struct prober *pr)
 {
-	struct probe_run *t;
-	struct timeval tv = {0, PROBE_TICK_MS * 1000};
+	struct prober_run *t;
+	struct timeval tv = {0, PROBER_TICK_MS * 1000};
 
 	while ((t = TAILQ_FIRST(&pr->queue)) != NULL &&
-	       pr->st.active < PROBE_ACTIVE_MAX &&
-	       pr->socks + t->n <= PROBE_SOCKS_MAX) {
+	       pr->st.active < PROBER_ACTIVE_MAX &&
+	       pr->socks + t->n <= C4_PROBE_SOCKS_MAX) {
 		TAILQ_REMOVE(&pr->queue, t, entry);
 		pr->st.queued--;
 		TAILQ_INSERT_TAIL(&pr->active, t, entry);
 		pr->st.active++;
 		t->started_ns = clock_ns(CLOCK_REALTIME);
-		if (probe_open(pr, t) < 0) {
+		if (prober_open(pr, t) < 0) {
 			log_warn("task %llu: probe socket from %s",
 				 (unsigned long long)t->id,
 				 t->dev[0] ? t->dev : "(any device)");
 			/* An empty result tells the master it failed. */
 			t->failed = true;
-			probe_finish(t);
-			return; /* probe_finish went on with the queue */
+			prober_finish(t);
+			return; /* prober_finish went on with the queue */
 		}
 	}
 	if (!TAILQ_EMPTY(&pr->active) &&
@@ -568,14 +569,14 @@ probe_start_more(struct probe *pr)
 }
 
 int
-probe_task(struct probe *pr, const C4__ProbeTask *m, char *err, size_t errlen)
+prober_task(struct prober *pr, const C4__ProbeTask *m, char *err, size_t errlen)
 {
-	struct probe_run *t;
+	struct prober_run *t;
 	struct in_addr a, b;
-	uint32_t ttl = m->has_max_ttl ? m->max_ttl : PROBE_TTL_DEFAULT;
+	uint32_t ttl = m->has_max_ttl ? m->max_ttl : C4_PROBE_TTL;
 	uint32_t reps = m->has_repeats && m->repeats ? m->repeats : 1;
 	uint32_t tmo = m->has_timeout_ms && m->timeout_ms ? m->timeout_ms
-							  : PROBE_TIMEOUT_MS;
+							  : PROBER_TIMEOUT_MS;
 
 	pr->st.tasks++;
 	if (inet_pton(AF_INET, m->src_ip, &a) != 1 ||
@@ -585,19 +586,19 @@ probe_task(struct probe *pr, const C4__ProbeTask *m, char *err, size_t errlen)
 			 "IPv4 addresses");
 		goto refuse;
 	}
-	if (reps > PROBE_REPEATS_MAX || tmo > PROBE_TIMEOUT_MAX_MS ||
-	    m->n_sports > PROBE_SOCKS_MAX ||
+	if (reps > C4_PROBE_REPEATS_MAX || tmo > C4_PROBE_TIMEOUT_MAX_MS ||
+	    m->n_sports > C4_PROBE_SOCKS_MAX ||
 	    (m->has_dst_port && (m->dst_port == 0 || m->dst_port > 65535))) {
 		snprintf(err, errlen,
 			 "probe task: repeats at most %u, timeout_ms at most "
 			 "%u, at most %u source ports, dst_port 1..65535",
-			 PROBE_REPEATS_MAX, PROBE_TIMEOUT_MAX_MS,
-			 PROBE_SOCKS_MAX);
+			 C4_PROBE_REPEATS_MAX, C4_PROBE_TIMEOUT_MAX_MS,
+			 C4_PROBE_SOCKS_MAX);
 		goto refuse;
 	}
-	if (pr->st.queued >= PROBE_QUEUE_MAX) {
+	if (pr->st.queued >= PROBER_QUEUE_MAX) {
 		snprintf(err, errlen, "probe task: %u tasks queued already",
-			 PROBE_QUEUE_MAX);
+			 PROBER_QUEUE_MAX);
 		goto refuse;
 	}
 	t = calloc(1, sizeof(*t));
@@ -607,7 +608,7 @@ probe_task(struct probe *pr, const C4__ProbeTask *m, char *err, size_t errlen)
 	t->id = m->task_id;
 	t->src_ip = a.s_addr;
 	t->dst_ip = b.s_addr;
-	t->dport = m->has_dst_port ? (uint16_t)m->dst_port : PROBE_DPORT;
+	t->dport = m->has_dst_port ? (uint16_t)m->dst_port : PROBER_DPORT;
 	snprintf(t->dev, sizeof(t->dev), "%s", m->src_dev ? m->src_dev : "");
 	t->side =
 		m->has_src_side ? m->src_side : C4__PORT_SIDE__SIDE_UNSPECIFIED;
@@ -619,17 +620,17 @@ probe_task(struct probe *pr, const C4__ProbeTask *m, char *err, size_t errlen)
 	t->sports = malloc(t->n * sizeof(*t->sports));
 	t->acc = calloc(t->n * ttl, sizeof(*t->acc));
 	t->sent_ns = calloc(t->total, sizeof(*t->sent_ns));
-	t->timer = evtimer_new(pr->base, probe_timeout_cb, t);
+	t->timer = evtimer_new(pr->base, prober_timeout_cb, t);
 	if (t->sports == NULL || t->acc == NULL || t->sent_ns == NULL ||
 	    t->timer == NULL) {
-		probe_run_free(t);
+		prober_run_free(t);
 		goto oom;
 	}
 	for (size_t i = 0; i < t->n; i++)
 		t->sports[i] = (uint16_t)m->sports[i];
 	TAILQ_INSERT_TAIL(&pr->queue, t, entry);
 	pr->st.queued++;
-	probe_start_more(pr);
+	prober_start_more(pr);
 	return 0;
 oom:
 	snprintf(err, errlen, "probe task: out of memory");
@@ -639,28 +640,28 @@ refuse:
 }
 
 void
-probe_cancel(struct probe *pr)
+prober_cancel(struct prober *pr)
 {
-	struct probe_run *t;
+	struct prober_run *t;
 
 	while ((t = TAILQ_FIRST(&pr->queue)) != NULL) {
 		TAILQ_REMOVE(&pr->queue, t, entry);
 		pr->st.queued--;
-		probe_run_free(t);
+		prober_run_free(t);
 	}
 	while ((t = TAILQ_FIRST(&pr->active)) != NULL) {
 		TAILQ_REMOVE(&pr->active, t, entry);
 		pr->st.active--;
-		probe_run_free(t);
+		prober_run_free(t);
 	}
 	event_del(pr->tick);
 }
 
-struct probe *
-probe_new(struct event_base *base, uint32_t rate, const char *netns,
-	  probe_result_fn done, void *arg)
+struct prober *
+prober_new(struct event_base *base, uint32_t rate, const char *netns,
+	   prober_result_fn done, void *arg)
 {
-	struct probe *pr = calloc(1, sizeof(*pr));
+	struct prober *pr = calloc(1, sizeof(*pr));
 	char path[256];
 
 	if (pr == NULL)
@@ -672,7 +673,7 @@ probe_new(struct event_base *base, uint32_t rate, const char *netns,
 	pr->arg = arg;
 	TAILQ_INIT(&pr->queue);
 	TAILQ_INIT(&pr->active);
-	pr->tick = event_new(base, -1, EV_PERSIST, probe_tick_cb, pr);
+	pr->tick = event_new(base, -1, EV_PERSIST, prober_tick_cb, pr);
 	if (pr->tick == NULL)
 		goto fail;
 	if (netns != NULL) {
@@ -690,16 +691,16 @@ probe_new(struct event_base *base, uint32_t rate, const char *netns,
 	}
 	return pr;
 fail:
-	probe_free(pr);
+	prober_free(pr);
 	return NULL;
 }
 
 void
-probe_free(struct probe *pr)
+prober_free(struct prober *pr)
 {
 	if (pr == NULL)
 		return;
-	probe_cancel(pr);
+	prober_cancel(pr);
 	if (pr->tick != NULL)
 		event_free(pr->tick);
 	if (pr->netns_fd >= 0)
@@ -709,8 +710,8 @@ probe_free(struct probe *pr)
 	free(pr);
 }
 
-const struct probe_stats *
-probe_get_stats(const struct probe *pr)
+const struct prober_stats *
+prober_get_stats(const struct prober *pr)
 {
 	return &pr->st;
 }

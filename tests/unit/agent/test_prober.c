@@ -1,5 +1,5 @@
 /*
- * test_probe.c - the agent's probe engine: error-queue messages (built
+ * test_prober.c - the agent's probe engine: error-queue messages (built
  * here as the kernel lays them out) decode into the probe they answer;
  * foreign, short and local errors are refused; and a real task toward
  * 127.0.0.1 on the loop is answered by port unreachable at TTL 1 from
@@ -53,50 +53,50 @@ fake(struct fake_err *f, uint8_t origin, uint8_t type, uint8_t code,
 START_TEST(test_parse_time_exceeded_and_reached)
 {
 	struct fake_err f;
-	struct probe_reply r;
-	uint8_t pl[PROBE_PAYLOAD_LEN];
+	struct prober_reply r;
+	uint8_t pl[PROBER_PAYLOAD_LEN];
 	struct in_addr want;
 
-	probe_payload(pl, 0x0123456789abcdefull, 49153, 2, 1);
+	prober_payload(pl, 0x0123456789abcdefull, 49153, 2, 1);
 	fake(&f, SO_EE_ORIGIN_ICMP, 11, 0, "100.64.0.5");
-	ck_assert_int_eq(probe_parse(&f.m, pl, sizeof(pl), &r), 0);
+	ck_assert_int_eq(prober_parse(&f.m, pl, sizeof(pl), &r), 0);
 	ck_assert_uint_eq(r.task, 0x0123456789abcdefull);
 	ck_assert_uint_eq(r.sport, 49153);
 	ck_assert_uint_eq(r.ttl, 2);
 	ck_assert_uint_eq(r.rep, 1);
-	ck_assert_uint_eq(r.kind, PROBE_TTL_EXCEEDED);
+	ck_assert_uint_eq(r.kind, PROBER_TTL_EXCEEDED);
 	inet_pton(AF_INET, "100.64.0.5", &want);
 	ck_assert_uint_eq(r.offender, want.s_addr);
 
 	fake(&f, SO_EE_ORIGIN_ICMP, 3, 3, "10.0.0.9");
-	ck_assert_int_eq(probe_parse(&f.m, pl, sizeof(pl), &r), 0);
-	ck_assert_uint_eq(r.kind, PROBE_REACHED);
+	ck_assert_int_eq(prober_parse(&f.m, pl, sizeof(pl), &r), 0);
+	ck_assert_uint_eq(r.kind, PROBER_REACHED);
 	fake(&f, SO_EE_ORIGIN_ICMP, 3, 1, "10.0.0.9"); /* host unreachable */
-	ck_assert_int_eq(probe_parse(&f.m, pl, sizeof(pl), &r), 0);
-	ck_assert_uint_eq(r.kind, PROBE_OTHER);
+	ck_assert_int_eq(prober_parse(&f.m, pl, sizeof(pl), &r), 0);
+	ck_assert_uint_eq(r.kind, PROBER_OTHER);
 }
 END_TEST
 
 START_TEST(test_parse_refuses_foreign)
 {
 	struct fake_err f;
-	struct probe_reply r;
-	uint8_t pl[PROBE_PAYLOAD_LEN];
+	struct prober_reply r;
+	uint8_t pl[PROBER_PAYLOAD_LEN];
 
-	probe_payload(pl, 7, 50000, 1, 0);
+	prober_payload(pl, 7, 50000, 1, 0);
 	/* A local error (e.g. EMSGSIZE) is not an answer. */
 	fake(&f, SO_EE_ORIGIN_LOCAL, 0, 0, "0.0.0.0");
-	ck_assert_int_eq(probe_parse(&f.m, pl, sizeof(pl), &r), -1);
+	ck_assert_int_eq(prober_parse(&f.m, pl, sizeof(pl), &r), -1);
 	/* A quote too short to name the probe (RFC 792's 8 bytes). */
 	fake(&f, SO_EE_ORIGIN_ICMP, 11, 0, "100.64.0.1");
-	ck_assert_int_eq(probe_parse(&f.m, pl, 8, &r), -1);
+	ck_assert_int_eq(prober_parse(&f.m, pl, 8, &r), -1);
 	/* Someone else's datagram. */
 	pl[0] ^= 0xff;
-	ck_assert_int_eq(probe_parse(&f.m, pl, sizeof(pl), &r), -1);
+	ck_assert_int_eq(prober_parse(&f.m, pl, sizeof(pl), &r), -1);
 	pl[0] ^= 0xff;
 	/* No control message at all. */
 	f.m.msg_controllen = 0;
-	ck_assert_int_eq(probe_parse(&f.m, pl, sizeof(pl), &r), -1);
+	ck_assert_int_eq(prober_parse(&f.m, pl, sizeof(pl), &r), -1);
 }
 END_TEST
 
@@ -124,13 +124,13 @@ START_TEST(test_loopback_task)
 {
 	struct event_base *base = event_base_new();
 	struct got g = {0, NULL, base};
-	struct probe *pr = probe_new(base, 200, NULL, on_result, &g);
+	struct prober *pr = prober_new(base, 200, NULL, on_result, &g);
 	C4__ProbeTask t = C4__PROBE_TASK__INIT;
 	uint32_t sports[3] = {50101, 50102, 50103};
 	struct timeval limit = {10, 0};
 	char err[256];
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
-	const struct probe_stats *st;
+	const struct prober_stats *st;
 
 	ck_assert_ptr_nonnull(pr);
 	t.has_task_id = 1;
@@ -145,7 +145,7 @@ START_TEST(test_loopback_task)
 	t.timeout_ms = 300;
 	t.has_dst_port = 1;
 	t.dst_port = 9; /* nothing listens: port unreachable */
-	ck_assert_int_eq(probe_task(pr, &t, err, sizeof(err)), 0);
+	ck_assert_int_eq(prober_task(pr, &t, err, sizeof(err)), 0);
 	event_base_loopexit(base, &limit);
 	event_base_dispatch(base);
 	ck_assert_int_eq(g.results, 1);
@@ -162,24 +162,24 @@ START_TEST(test_loopback_task)
 		ck_assert_uint_eq(p->hops[0]->sent, 2);
 		ck_assert_uint_eq(p->hops[0]->received, 2);
 	}
-	st = probe_get_stats(pr);
+	st = prober_get_stats(pr);
 	ck_assert_uint_eq(st->sent, 12); /* 3 ports x 2 TTLs x 2 repeats */
 	ck_assert_uint_eq(st->tasks_done, 1);
 	ck_assert_uint_ge(st->replies, 6);
 	/* 200 packets/s: 12 packets take at least ~50 ms after the burst. */
 	ck_assert_uint_ge(clock_ns(CLOCK_MONOTONIC) - t0, 20000000u);
 	/* Malformed tasks are refused and counted. */
-	t.repeats = PROBE_REPEATS_MAX + 1;
-	ck_assert_int_eq(probe_task(pr, &t, err, sizeof(err)), -1);
-	ck_assert_uint_eq(probe_get_stats(pr)->tasks_refused, 1);
+	t.repeats = C4_PROBE_REPEATS_MAX + 1;
+	ck_assert_int_eq(prober_task(pr, &t, err, sizeof(err)), -1);
+	ck_assert_uint_eq(prober_get_stats(pr)->tasks_refused, 1);
 	c4__probe_result__free_unpacked(g.r, NULL);
-	probe_free(pr);
+	prober_free(pr);
 	event_base_free(base);
 }
 END_TEST
 
 static Suite *
-probe_suite(void)
+prober_suite(void)
 {
 	Suite *s = suite_create("probe");
 	TCase *tc = tcase_create("core");
@@ -194,7 +194,7 @@ probe_suite(void)
 int
 main(void)
 {
-	SRunner *sr = srunner_create(probe_suite());
+	SRunner *sr = srunner_create(prober_suite());
 	int failed;
 
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,5 +1,5 @@
 /*
- * probe.c - probing by agents: the master plans rounds of probe tasks,
+ * probes.c - probing by agents: the master plans rounds of probe tasks,
  * sends each to the agent of the task's source host, resolves the hop
  * addresses of the results with the switches' address plan (addrplan.h)
  * into exact cables, refreshes the catalog with them, and judges cable
@@ -18,7 +18,7 @@
  * loss_threshold) and no probe crossed it cleanly.  A cable this module
  * marked down goes back up after a round in which probes crossed it
  * cleanly and none lost more than the threshold on it.  Changes go through
- * admin_link_apply(), the operator's path: QPs move, holders are told.
+ * link_set_state(), the operator's path: QPs move, holders are told.
  */
 #define LOG_SUBSYS "c4p-probe"
 
@@ -29,16 +29,18 @@
 #include <string.h>
 
 #include "addrplan.h"
-#include "c4p.h"
+#include "link.h"
+#include "probes.h"
+#include "store.h"
 #include "clock.h"
 #include "log.h"
 #include "path.h"
 
 /* One task of a round. */
-struct probe_job {
+struct probes_job {
 	uint32_t host; /* whose agent runs it */
 	uint32_t sip, dip;
-	uint32_t nports; /* source ports to probe (probe_ports) */
+	uint32_t nports; /* source ports to probe (probes_ports) */
 	uint8_t side;
 	bool sent, done;
 };
@@ -46,38 +48,38 @@ struct probe_job {
 /*
  * A gray failure: a cable that drops a share of packets still lets some
  * probes through cleanly, so "no clean crossing" never holds for it.  It
- * is also marked when at least PROBE_GRAY_MIN probes crossed it lossily
+ * is also marked when at least PROBES_GRAY_MIN probes crossed it lossily
  * and they are a third or more of its crossings (a healthy cable on a
  * busy host loses a probe now and then, not a third of them).
  */
-#define PROBE_GRAY_MIN 8
+#define PROBES_GRAY_MIN 8
 
 /* What a round saw of one cable. */
-struct probe_seen {
+struct probes_seen {
 	uint32_t clean;	   /* probes that crossed it within the threshold */
 	uint32_t lossy;	   /* probes that crossed it losing more */
 	uint32_t vanished; /* catalog ports that used to cross it, did not */
 };
 
-struct probe {
+struct probes {
 	struct c4p *p;
 	struct c4p_sess **agents; /* per host; NULL: no agent */
-	struct probe_job *jobs;
+	struct probes_job *jobs;
 	size_t njobs;
 	uint64_t round;		  /* number of the current (or last) round */
 	bool running;		  /* a round is under way */
 	bool again;		  /* start another when this one ends */
 	size_t pending;		  /* tasks sent, results not yet in */
-	struct probe_seen *seen;  /* per cable, this round */
+	struct probes_seen *seen; /* per cable, this round */
 	bool *marked;		  /* per cable: down because of probes */
 	struct catalog_key *want; /* pairs asked for without entries */
 	size_t nwant, capwant;
 	struct event *tick, *deadline;
 };
 
-#define PROBE_ID(round, i) ((round) << 24 | (uint64_t)(i))
+#define PROBES_ID(round, i) ((round) << 24 | (uint64_t)(i))
 
-static void probe_end(struct probe *pb);
+static void probes_end(struct probes *pb);
 
 /* ---- planning ----------------------------------------------------------- */
 
@@ -92,7 +94,7 @@ static void probe_end(struct probe *pb);
  * allocator cannot balance a leaf's QPs over a spine it does not know.
  */
 static uint32_t
-probe_ports(const struct topo *t, uint32_t src, uint32_t dip, int64_t floor)
+probes_ports(const struct topo *t, uint32_t src, uint32_t dip, int64_t floor)
 {
 	uint32_t nic = topo_nic_by_ip(t, dip), n;
 	long paths = 0;
@@ -118,8 +120,8 @@ probe_ports(const struct topo *t, uint32_t src, uint32_t dip, int64_t floor)
 }
 
 static int
-probe_add_job(struct probe *pb, size_t *cap, uint32_t sip, uint32_t dip,
-	      uint8_t side)
+probes_add_job(struct probes *pb, size_t *cap, uint32_t sip, uint32_t dip,
+	       uint8_t side)
 {
 	const struct topo *t = pb->p->topo;
 	uint32_t nic = topo_nic_by_ip(t, sip);
@@ -139,12 +141,12 @@ probe_add_job(struct probe *pb, size_t *cap, uint32_t sip, uint32_t dip,
 		pb->jobs = g;
 		*cap = nc;
 	}
-	pb->jobs[pb->njobs++] = (struct probe_job){
+	pb->jobs[pb->njobs++] = (struct probes_job){
 		.host = t->nics[nic].host,
 		.sip = sip,
 		.dip = dip,
-		.nports = probe_ports(t, t->nics[nic].port[side], dip,
-				      pb->p->conf->probe.ports),
+		.nports = probes_ports(t, t->nics[nic].port[side], dip,
+				       pb->p->conf->probe.ports),
 		.side = side};
 	return 0;
 }
@@ -156,7 +158,7 @@ probe_add_job(struct probe *pb, size_t *cap, uint32_t sip, uint32_t dip,
  * rotate); plus the pairs asked for without catalog entries.
  */
 static int
-probe_plan(struct probe *pb)
+probes_plan(struct probes *pb)
 {
 	const struct topo *t = pb->p->topo;
 	const struct c4p_probe_conf *pc = &pb->p->conf->probe;
@@ -171,7 +173,7 @@ probe_plan(struct probe *pb)
 				if (t->nics[a].host == t->nics[b].host)
 					continue;
 				for (uint8_t s = 0; s < TOPO_SIDES; s++)
-					if (probe_add_job(
+					if (probes_add_job(
 						    pb, &cap,
 						    t->ports[t->nics[a].port[s]]
 							    .ip,
@@ -195,8 +197,9 @@ probe_plan(struct probe *pb)
 				return -1;
 			}
 			for (size_t i = 0; i < n; i++)
-				if (probe_add_job(pb, &cap, v[i].src_ip,
-						  v[i].dst_ip, v[i].side) < 0) {
+				if (probes_add_job(pb, &cap, v[i].src_ip,
+						   v[i].dst_ip,
+						   v[i].side) < 0) {
 					free(v);
 					return -1;
 				}
@@ -204,8 +207,8 @@ probe_plan(struct probe *pb)
 		}
 	}
 	for (size_t i = 0; i < pb->nwant; i++)
-		if (probe_add_job(pb, &cap, pb->want[i].sip, pb->want[i].dip,
-				  pb->want[i].side) < 0)
+		if (probes_add_job(pb, &cap, pb->want[i].sip, pb->want[i].dip,
+				   pb->want[i].side) < 0)
 			return -1;
 	pb->nwant = 0;
 	return 0;
@@ -215,8 +218,8 @@ probe_plan(struct probe *pb)
 
 /* The device template with {host}, {nic}, {side} and {s} filled in. */
 static void
-probe_device(const struct topo *t, uint32_t port, const char *tpl, char *buf,
-	     size_t len)
+probes_device(const struct topo *t, uint32_t port, const char *tpl, char *buf,
+	      size_t len)
 {
 	const struct topo_port *pt = &t->ports[port];
 	const struct topo_nic *n = &t->nics[pt->nic];
@@ -248,12 +251,12 @@ probe_device(const struct topo *t, uint32_t port, const char *tpl, char *buf,
 }
 
 static void
-probe_send(struct probe *pb, size_t i)
+probes_send(struct probes *pb, size_t i)
 {
 	struct c4p *p = pb->p;
 	const struct c4p_probe_conf *pc = &p->conf->probe;
 	const struct topo *t = p->topo;
-	struct probe_job *j = &pb->jobs[i];
+	struct probes_job *j = &pb->jobs[i];
 	struct c4p_sess *s = pb->agents[j->host];
 	C4__ProbeTask m = C4__PROBE_TASK__INIT;
 	uint32_t sports[C4P_PROBE_PORTS_MAX];
@@ -267,17 +270,17 @@ probe_send(struct probe *pb, size_t i)
 	}
 	topo_ip_format(j->sip, sip, sizeof(sip));
 	topo_ip_format(j->dip, dip, sizeof(dip));
-	probe_device(t, port, pc->device, dev, sizeof(dev));
+	probes_device(t, port, pc->device, dev, sizeof(dev));
 	for (uint32_t k = 0; k < j->nports; k++)
 		sports[k] = CATALOG_SPORT_BASE + k;
 	m.has_task_id = 1;
-	m.task_id = PROBE_ID(pb->round, i);
+	m.task_id = PROBES_ID(pb->round, i);
 	m.src_ip = sip;
 	m.dst_ip = dip;
 	m.sports = sports;
 	m.n_sports = j->nports;
 	m.has_max_ttl = m.has_rate_pps = m.has_timeout_ms = m.has_repeats = 1;
-	m.max_ttl = C4P_PROBE_TTL;
+	m.max_ttl = C4_PROBE_TTL;
 	m.rate_pps = (uint32_t)pc->rate;
 	m.timeout_ms = (uint32_t)pc->timeout;
 	m.repeats = (uint32_t)pc->repeats;
@@ -285,7 +288,8 @@ probe_send(struct probe *pb, size_t i)
 	m.src_side = j->side == TOPO_LEFT ? C4__PORT_SIDE__SIDE_LEFT
 					  : C4__PORT_SIDE__SIDE_RIGHT;
 	m.src_dev = dev;
-	if (srv_send(s->conn, C4__MSG_TYPE__MSG_PROBE_TASK, &m, 0) < 0)
+	if (reply_send_now(&p->replies, s, C4__MSG_TYPE__MSG_PROBE_TASK, &m) <
+	    0)
 		return;
 	j->sent = true;
 	pb->pending++;
@@ -293,7 +297,7 @@ probe_send(struct probe *pb, size_t i)
 }
 
 int
-probe_round(struct probe *pb, const char *why)
+probes_round(struct probes *pb, const char *why)
 {
 	struct c4p *p = pb->p;
 	const struct c4p_probe_conf *pc = &p->conf->probe;
@@ -306,18 +310,18 @@ probe_round(struct probe *pb, const char *why)
 		return 0;
 	}
 	pb->round++;
-	if (probe_plan(pb) < 0)
+	if (probes_plan(pb) < 0)
 		return -1;
 	memset(pb->seen, 0, p->topo->nlinks * sizeof(*pb->seen));
 	pb->running = true;
 	pb->pending = 0;
 	p->st.probe_rounds++;
 	for (size_t i = 0; i < pb->njobs; i++)
-		probe_send(pb, i);
+		probes_send(pb, i);
 	log_debug("probe round %llu (%s): %zu of %zu tasks sent",
 		  (unsigned long long)pb->round, why, pb->pending, pb->njobs);
 	if (pb->pending == 0) {
-		probe_end(pb);
+		probes_end(pb);
 		return 0;
 	}
 	/*
@@ -336,10 +340,10 @@ probe_round(struct probe *pb, const char *why)
 				most = per_host[pb->jobs[i].host];
 		free(per_host);
 	}
-	ms = 2 * most * (uint64_t)(C4P_PROBE_TTL * pc->repeats) * 1000 /
+	ms = 2 * most * (uint64_t)(C4_PROBE_TTL * pc->repeats) * 1000 /
 		     (uint64_t)pc->rate +
-	     (uint64_t)pc->timeout * ((most + C4P_PROBE_AGENT_SOCKS - 1) /
-				      C4P_PROBE_AGENT_SOCKS) +
+	     (uint64_t)pc->timeout *
+		     ((most + C4_PROBE_SOCKS_MAX - 1) / C4_PROBE_SOCKS_MAX) +
 	     1000;
 	tv.tv_sec = (time_t)(ms / 1000);
 	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
@@ -351,8 +355,8 @@ probe_round(struct probe *pb, const char *why)
 
 /* A hop's address as a host-order IPv4; 0 when absent or malformed. */
 static uint32_t
-probe_hop_addr(const C4__ProbePath *pp, uint32_t ttl, bool *reached,
-	       uint32_t *sent, uint32_t *recv)
+probes_hop_addr(const C4__ProbePath *pp, uint32_t ttl, bool *reached,
+		uint32_t *sent, uint32_t *recv)
 {
 	uint32_t a;
 
@@ -376,8 +380,8 @@ probe_hop_addr(const C4__ProbePath *pp, uint32_t ttl, bool *reached,
 }
 
 int
-probe_resolve(const struct topo *t, uint32_t sip, uint32_t dip, uint8_t side,
-	      const C4__ProbePath *pp, struct probe_result *r)
+probes_resolve(const struct topo *t, uint32_t sip, uint32_t dip, uint8_t side,
+	       const C4__ProbePath *pp, struct probe_result *r)
 {
 	uint32_t a, id, sent = 0, recv = 0, dn = topo_nic_by_ip(t, dip);
 	uint32_t sp = topo_port_by_ip(t, sip, side);
@@ -392,13 +396,13 @@ probe_resolve(const struct topo *t, uint32_t sip, uint32_t dip, uint8_t side,
 	if (sp == TOPO_NONE || dn == TOPO_NONE)
 		return -1;
 	/* TTL 1: the source leaf, from its port facing our NIC port. */
-	a = probe_hop_addr(pp, 1, NULL, NULL, NULL);
+	a = probes_hop_addr(pp, 1, NULL, NULL, NULL);
 	if (a == 0 || topo_if_lookup(t, a, &id) != TOPO_IF_LEAF_PORT ||
 	    id != sp)
 		return -1;
 	r->src_leaf = t->ports[sp].leaf;
 	/* TTL 2: the destination itself (same leaf), or the up cable. */
-	a = probe_hop_addr(pp, 2, &reached, &sent, &recv);
+	a = probes_hop_addr(pp, 2, &reached, &sent, &recv);
 	if (a == 0)
 		return -1;
 	if (a == dip && reached) {
@@ -411,7 +415,7 @@ probe_resolve(const struct topo *t, uint32_t sip, uint32_t dip, uint8_t side,
 		r->up_link = id;
 		r->spine = t->links[id].spine;
 		/* TTL 3: the down cable, hence the destination leaf. */
-		a = probe_hop_addr(pp, 3, NULL, &sent, &recv);
+		a = probes_hop_addr(pp, 3, NULL, &sent, &recv);
 		if (a == 0 || topo_if_lookup(t, a, &id) != TOPO_IF_CABLE_LEAF ||
 		    t->links[id].spine != r->spine)
 			return -1;
@@ -433,7 +437,7 @@ probe_resolve(const struct topo *t, uint32_t sip, uint32_t dip, uint8_t side,
 }
 
 static void
-probe_cross(struct probe *pb, uint32_t link, bool clean)
+probes_cross(struct probes *pb, uint32_t link, bool clean)
 {
 	if (link == TOPO_NONE)
 		return;
@@ -445,7 +449,7 @@ probe_cross(struct probe *pb, uint32_t link, bool clean)
 
 /* The catalog's record for (key, sport) before this result; NULL if none. */
 static const struct catalog_rec *
-probe_old(const struct catalog_entry *e, uint16_t sport)
+probes_old(const struct catalog_entry *e, uint16_t sport)
 {
 	for (uint32_t i = 0; e != NULL && i < e->n; i++)
 		if (e->recs[i].sport == sport)
@@ -454,13 +458,14 @@ probe_old(const struct catalog_entry *e, uint16_t sport)
 }
 
 int
-probe_result(struct probe *pb, struct c4p_sess *sess, const C4__ProbeResult *r)
+probes_result(struct probes *pb, struct c4p_sess *sess,
+	      const C4__ProbeResult *r)
 {
 	struct c4p *p = pb->p;
 	const struct topo *t = p->topo;
 	uint64_t round = r->task_id >> 24;
 	size_t i = (size_t)(r->task_id & 0xffffff), n = 0;
-	struct probe_job *j;
+	struct probes_job *j;
 	struct catalog_key k;
 	const struct catalog_entry *old;
 	struct catalog_rec *prev = NULL;
@@ -498,8 +503,9 @@ probe_result(struct probe *pb, struct c4p_sess *sess, const C4__ProbeResult *r)
 		bool ok;
 
 		p->st.probe_packets += pp->n_hops ? pp->hops[0]->sent : 0;
-		was = prev != NULL ? probe_old(&pe, (uint16_t)pp->sport) : NULL;
-		if (probe_resolve(t, j->sip, j->dip, j->side, pp, &res[n]) <
+		was = prev != NULL ? probes_old(&pe, (uint16_t)pp->sport)
+				   : NULL;
+		if (probes_resolve(t, j->sip, j->dip, j->side, pp, &res[n]) <
 		    0) {
 			p->st.probe_unresolved++;
 			/* A port that used to cross cables vanished. */
@@ -510,8 +516,8 @@ probe_result(struct probe *pb, struct c4p_sess *sess, const C4__ProbeResult *r)
 			continue;
 		}
 		ok = res[n].loss_permille <= thr;
-		probe_cross(pb, res[n].up_link, ok);
-		probe_cross(pb, res[n].down_link, ok);
+		probes_cross(pb, res[n].up_link, ok);
+		probes_cross(pb, res[n].down_link, ok);
 		/* Went elsewhere: evidence against the cables it left. */
 		if (was != NULL && was->path.up != TOPO_NONE) {
 			if (was->path.up != res[n].up_link)
@@ -527,8 +533,8 @@ probe_result(struct probe *pb, struct c4p_sess *sess, const C4__ProbeResult *r)
 	catalog_drop(p->cat, &k);
 	for (size_t q = 0; q < n; q++) {
 		/*
-		 * Loss is judged per cable over the whole round (probe_cross,
-		 * probe_end), where hundreds of probes make an estimate; a
+		 * Loss is judged per cable over the whole round (probes_cross,
+		 * probes_end), where hundreds of probes make an estimate; a
 		 * port's own one or two repeats would exclude a healthy path
 		 * for one probe lost to a busy queue (the catalog never hands
 		 * out a port with loss), and the allocator could no longer
@@ -561,12 +567,12 @@ probe_result(struct probe *pb, struct c4p_sess *sess, const C4__ProbeResult *r)
 	}
 	old = catalog_find(p->cat, &k);
 	if (old != NULL)
-		state_catalog(p->store, old);
+		store_catalog(p->store, old);
 out:
 	free(prev);
 	free(res);
 	if (pb->pending == 0)
-		probe_end(pb);
+		probes_end(pb);
 	return 0;
 }
 
@@ -574,7 +580,7 @@ out:
  */
 
 static void
-probe_mark(struct probe *pb, uint32_t link, bool up, const char *why)
+probes_mark(struct probes *pb, uint32_t link, bool up, const char *why)
 {
 	struct c4p *p = pb->p;
 	char name[3 * TOPO_NAME_MAX], reason[256];
@@ -583,7 +589,7 @@ probe_mark(struct probe *pb, uint32_t link, bool up, const char *why)
 	topo_link_name(p->topo, link, name, sizeof(name));
 	snprintf(reason, sizeof(reason), "link %s %s (probe: %s)", name,
 		 up ? "up" : "down", why);
-	if (admin_link_apply(p, link, up, reason, &moved, &stranded) < 0) {
+	if (link_set_state(p, link, up, reason, &moved, &stranded) < 0) {
 		log_warnx("%s: out of memory", reason);
 		return;
 	}
@@ -594,7 +600,7 @@ probe_mark(struct probe *pb, uint32_t link, bool up, const char *why)
 
 /* The round is over: judge every cable on what it saw. */
 static void
-probe_end(struct probe *pb)
+probes_end(struct probes *pb)
 {
 	struct c4p *p = pb->p;
 	const struct topo *t = p->topo;
@@ -606,11 +612,11 @@ probe_end(struct probe *pb)
 		if (pb->jobs[i].sent && !pb->jobs[i].done)
 			p->st.probe_tasks_lost++;
 	for (uint32_t l = 0; l < t->nlinks; l++) {
-		const struct probe_seen *s = &pb->seen[l];
+		const struct probes_seen *s = &pb->seen[l];
 		char why[128];
 
 		bool gray =
-			s->lossy >= PROBE_GRAY_MIN && s->lossy * 2 >= s->clean;
+			s->lossy >= PROBES_GRAY_MIN && s->lossy * 2 >= s->clean;
 
 		if (t->links[l].up &&
 		    ((s->clean == 0 && (s->vanished > 0 || s->lossy > 0)) ||
@@ -620,7 +626,7 @@ probe_end(struct probe *pb)
 				 "more than %.1f%%, %u crossed it cleanly",
 				 s->vanished, s->lossy,
 				 p->conf->probe.loss_threshold * 100, s->clean);
-			probe_mark(pb, l, false, why);
+			probes_mark(pb, l, false, why);
 			changed = true;
 		} else if (!t->links[l].up && pb->marked[l] && s->clean > 0 &&
 			   !gray) {
@@ -632,42 +638,42 @@ probe_end(struct probe *pb)
 			 */
 			snprintf(why, sizeof(why),
 				 "%u probes crossed it cleanly", s->clean);
-			probe_mark(pb, l, true, why);
+			probes_mark(pb, l, true, why);
 			changed = true;
 		}
 	}
 	/* The switches rehashed what crossed a changed cable: look again. */
 	if (changed || pb->again) {
 		pb->again = false;
-		probe_round(pb, changed ? "links changed" : "asked again");
+		probes_round(pb, changed ? "links changed" : "asked again");
 	}
 }
 
 static void
-probe_deadline_cb(evutil_socket_t fd, short what, void *arg)
+probes_deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct probe *pb = arg;
+	struct probes *pb = arg;
 
 	(void)fd;
 	(void)what;
 	log_debug("probe round %llu: %zu results missing at the deadline",
 		  (unsigned long long)pb->round, pb->pending);
-	probe_end(pb);
+	probes_end(pb);
 }
 
 static void
-probe_tick_cb(evutil_socket_t fd, short what, void *arg)
+probes_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
-	probe_round(arg, "periodic");
+	probes_round(arg, "periodic");
 }
 
 /* ---- agents and life cycle --------------------------------------------------
  */
 
 void
-probe_agent(struct probe *pb, struct c4p_sess *sess, const char *node)
+probes_agent(struct probes *pb, struct c4p_sess *sess, const char *node)
 {
 	uint32_t h =
 		node != NULL ? topo_host_by_name(pb->p->topo, node) : TOPO_NONE;
@@ -683,14 +689,14 @@ probe_agent(struct probe *pb, struct c4p_sess *sess, const char *node)
 }
 
 void
-probe_agent_gone(struct probe *pb, struct c4p_sess *sess)
+probes_agent_gone(struct probes *pb, struct c4p_sess *sess)
 {
 	if (sess->host != TOPO_NONE && pb->agents[sess->host] == sess)
 		pb->agents[sess->host] = NULL;
 }
 
 void
-probe_want(struct probe *pb, const struct catalog_key *k)
+probes_want(struct probes *pb, const struct catalog_key *k)
 {
 	if (pb->nwant >= C4P_PROBE_WANT_MAX)
 		return;
@@ -709,22 +715,22 @@ probe_want(struct probe *pb, const struct catalog_key *k)
 	pb->want[pb->nwant++] = *k;
 	/* Soon, not at the next period: a request is waiting for it. */
 	if (!pb->running)
-		probe_round(pb, "pair asked for");
+		probes_round(pb, "pair asked for");
 	else
 		pb->again = true;
 }
 
 uint64_t
-probe_rounds(const struct probe *pb, size_t *tasks)
+probes_rounds(const struct probes *pb, size_t *tasks)
 {
 	*tasks = pb->pending;
 	return pb->round;
 }
 
-struct probe *
-probe_new(struct c4p *p)
+struct probes *
+probes_new(struct c4p *p)
 {
-	struct probe *pb = calloc(1, sizeof(*pb));
+	struct probes *pb = calloc(1, sizeof(*pb));
 	const struct topo *t = p->topo;
 	int64_t iv = p->conf->probe.interval;
 	struct timeval tv = {(time_t)(iv / 1000),
@@ -736,26 +742,26 @@ probe_new(struct c4p *p)
 	pb->agents = calloc(t->nhosts ? t->nhosts : 1, sizeof(*pb->agents));
 	pb->seen = calloc(t->nlinks ? t->nlinks : 1, sizeof(*pb->seen));
 	pb->marked = calloc(t->nlinks ? t->nlinks : 1, sizeof(*pb->marked));
-	pb->tick = event_new(p->dmn->base, -1, EV_PERSIST, probe_tick_cb, pb);
-	pb->deadline = evtimer_new(p->dmn->base, probe_deadline_cb, pb);
+	pb->tick = event_new(p->dmn->base, -1, EV_PERSIST, probes_tick_cb, pb);
+	pb->deadline = evtimer_new(p->dmn->base, probes_deadline_cb, pb);
 	if (pb->agents == NULL || pb->seen == NULL || pb->marked == NULL ||
 	    pb->tick == NULL || pb->deadline == NULL ||
 	    (iv > 0 && event_add(pb->tick, &tv) < 0)) {
-		probe_free(pb);
+		probes_free(pb);
 		return NULL;
 	}
 	return pb;
 }
 
 void
-probe_forget(struct probe *pb, uint32_t link)
+probes_forget(struct probes *pb, uint32_t link)
 {
 	if (link < pb->p->topo->nlinks)
 		pb->marked[link] = false;
 }
 
 void
-probe_free(struct probe *pb)
+probes_free(struct probes *pb)
 {
 	if (pb == NULL)
 		return;

@@ -1,5 +1,5 @@
 /*
- * aggregate.c - per-job state of the agent: merged communicator
+ * agg.c - per-job state of the agent: merged communicator
  * registrations, the records of the current interval, and the last known
  * progress markers of every rank of the node.
  *

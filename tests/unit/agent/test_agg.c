@@ -1,5 +1,5 @@
 /*
- * test_aggregate.c - the agent's per-job merge: registrations are a union
+ * test_agg.c - the agent's per-job merge: registrations are a union
  * of rank entries and say when they changed, batches of several clients
  * become one batch, silent ranks get their last progress, an empty
  * interval still yields a batch, drop counts add up, limits hold.
