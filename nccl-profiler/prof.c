@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/common/clock.h" /* header only: no lib/common code */
-#include "lib/common/mix.h"
+#include "clock.h"
+#include "mix.h"
 #include "pool.h"
 #include "ring.h"
 #include "sketch.h"

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "c4_build.h"
-#include "lib/common/clock.h" /* header only: no lib/common code */
+#include "clock.h"
 #include "msg.h"
 
 #define C4CLIENT_RANKS_MAX    65536u /* ranks of one comm this process owns */

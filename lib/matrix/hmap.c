@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/common/mix.h" /* header only */
+#include "mix.h"
 #include "matrix_int.h"
 
 /* splitmix64 from state x, for slots and event ids. */
