@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "c4_build.h"
+#include "errbuf.h"
 #include "net.h"
 
 /*
@@ -50,17 +50,6 @@ cli_spin_read(struct cli *c, uint8_t *chunk, size_t len)
 	}
 }
 
-static int __attribute__((format(printf, 2, 3)))
-cli_fail(struct cli *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(c->err, sizeof(c->err), fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 int
 cli_send_raw(struct cli *c, const void *p, size_t n)
 {
@@ -71,8 +60,11 @@ cli_send_raw(struct cli *c, const void *p, size_t n)
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0)
-			return cli_fail(c, "send: %s", strerror(errno));
+		if (w < 0) {
+			errbuf_set(c->err, sizeof(c->err), "send: %s",
+				   strerror(errno));
+			return -1;
+		}
 		b += w;
 		n -= (size_t)w;
 	}
@@ -92,8 +84,10 @@ cli_send(struct cli *c, C4__MsgType type, void *body, uint64_t *seq)
 	env.seq = ++c->seq;
 	n = msg_frame_size(&env);
 	buf = malloc(n);
-	if (buf == NULL)
-		return cli_fail(c, "%s", "out of memory");
+	if (buf == NULL) {
+		errbuf_set(c->err, sizeof(c->err), "out of memory");
+		return -1;
+	}
 	msg_pack_frame(&env, buf);
 	rc = cli_send_raw(c, buf, n);
 	free(buf);
