@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "c4_build.h"
 #include "errbuf.h"
+#include "hello.h"
 #include "net.h"
 
 /*
@@ -182,7 +182,7 @@ int
 cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
 	    int timeout_ms)
 {
-	C4__Hello hello = C4__HELLO__INIT;
+	C4__Hello hello;
 	struct net_addr a;
 	char err[256];
 	C4__Envelope *env;
@@ -201,18 +201,7 @@ cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
 		snprintf(c->err, sizeof(c->err), "%s", err);
 		return -1;
 	}
-	hello.has_role = 1;
-	hello.role = h->role;
-	hello.software_version = (char *)C4_VERSION;
-	hello.job_id = (char *)h->job_id;
-	hello.node_name = (char *)h->node_name;
-	if (h->credential != NULL) {
-		hello.has_credential = 1;
-		hello.credential.data = (uint8_t *)h->credential;
-		hello.credential.len = strlen(h->credential);
-	}
-	hello.has_min_version = hello.has_max_version = 1;
-	hello.min_version = hello.max_version = C4_PROTO_VERSION;
+	hello_init(&hello, h->role, h->job_id, h->node_name, h->credential, 0);
 	env = cli_call(c, C4__MSG_TYPE__MSG_HELLO, &hello);
 	if (env == NULL)
 		goto fail;
