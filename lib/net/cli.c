@@ -53,20 +53,9 @@ cli_spin_read(struct cli *c, uint8_t *chunk, size_t len)
 int
 cli_send_raw(struct cli *c, const void *p, size_t n)
 {
-	const uint8_t *b = p;
-
-	while (n > 0) {
-		ssize_t w = send(c->fd, b, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			errbuf_set(c->err, sizeof(c->err), "send: %s",
-				   strerror(errno));
-			return -1;
-		}
-		b += w;
-		n -= (size_t)w;
+	if (net_send_all(c->fd, p, n) < 0) {
+		errbuf_set(c->err, sizeof(c->err), "send: %s", strerror(errno));
+		return -1;
 	}
 	return 0;
 }
