@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/common/clock.h"
+#include "clock.h"
 #include "prof.h"
 
 static double

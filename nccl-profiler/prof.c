@@ -20,7 +20,7 @@
 #include "comm.h"
 #include "consumer.h"
 #include "core.h"
-#include "lib/common/clock.h" /* header only: no lib/common code */
+#include "clock.h"
 #include "producer.h"
 #include "record.h"
 #include "report.h"

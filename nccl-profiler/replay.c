@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/common/mix.h" /* header only */
+#include "mix.h"
 #include "prof.h"
 
 #define REPLAY_LINE_MAX 1024

@@ -31,7 +31,7 @@
 #include <math.h>
 #include <stdatomic.h>
 
-#include "lib/common/mix.h" /* header only: no lib/common code */
+#include "mix.h"
 #include "nccl_abi.h"
 #include "prof.h"
 

@@ -21,7 +21,7 @@
 #include <event2/bufferevent.h>
 #include <event2/dns.h>
 
-#include "c4_build.h"
+#include "hello.h"
 #include "log.h"
 #include "net.h"
 
@@ -210,9 +210,7 @@ up_hello_reply(struct up *u, const C4__HelloReply *r)
 			  r->job_id, u->job);
 		return -1;
 	}
-	u->max_frame = r->has_max_frame && r->max_frame >= FRAME_MAX_MIN
-			       ? r->max_frame
-			       : FRAME_MAX_DEFAULT;
+	u->max_frame = hello_reply_max_frame(r);
 	u->hb_ms = r->has_heartbeat_interval_ms && r->heartbeat_interval_ms
 			   ? r->heartbeat_interval_ms
 			   : 5000;
@@ -328,24 +326,14 @@ static void
 up_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct up *u = arg;
-	C4__Hello h = C4__HELLO__INIT;
+	C4__Hello h;
 	struct timeval tv = {UP_HELLO_TIMEOUT_MS / 1000,
 			     (UP_HELLO_TIMEOUT_MS % 1000) * 1000};
 
 	(void)bev;
 	if (what & BEV_EVENT_CONNECTED) {
-		h.has_role = 1;
-		h.role = C4__ROLE__ROLE_AGENT;
-		h.software_version = (char *)C4_VERSION;
-		h.job_id = u->job;
-		h.node_name = u->node;
-		h.has_credential = 1;
-		h.credential.data = (uint8_t *)u->secret;
-		h.credential.len = strlen(u->secret);
-		h.has_min_version = h.has_max_version = 1;
-		h.min_version = h.max_version = C4_PROTO_VERSION;
-		h.has_pid = 1;
-		h.pid = (uint32_t)getpid();
+		hello_init(&h, C4__ROLE__ROLE_AGENT, u->job, u->node, u->secret,
+			   (uint32_t)getpid());
 		if (up_write(u, C4__MSG_TYPE__MSG_HELLO, &h) < 0) {
 			up_down(u, "cannot queue the hello");
 			return;

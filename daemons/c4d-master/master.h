@@ -1,7 +1,7 @@
 /*
  * master.h - the c4d-master's configuration, limits and core: the event
  * store (store.c), webhook delivery (webhook.c), the metrics served by
- * lib/common's HTTP endpoints, the event JSON (evjson.c) and the in-memory
+ * lib/daemon's HTTP endpoints, the event JSON (evjson.c) and the in-memory
  * event list that ties them together (c4d.c).  Everything here runs on the
  * daemon's event loop except the store's worker thread, which only store.c
  * touches.
@@ -157,7 +157,7 @@ void webhooks_free(struct webhooks *w);
 char *webhook_cloudevent(const char *job, const C4__Event *ev, uint64_t time_ns,
 			 size_t *len);
 
-/* HTTP endpoints: lib/common/http.h. */
+/* HTTP endpoints: lib/daemon/http.h. */
 
 /* ---- the master core (c4d.c) -------------------------------------------- */
 struct c4d;

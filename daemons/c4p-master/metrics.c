@@ -1,5 +1,5 @@
 /*
- * metrics.c - the c4p-master's /metrics and /healthz (lib/common/http.c
+ * metrics.c - the c4p-master's /metrics and /healthz (lib/daemon/http.c
  * serves them on the loop when the configuration has "http: listen:").
  *
  * /metrics: the server core's session counters; every C4P counter of

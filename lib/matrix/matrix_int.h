@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "matrix.h"
-#include "lib/common/u64map.h"
+#include "u64map.h"
 
 #define NO_IDX	    UINT32_MAX
 #define EP_NET_FLAG (1ull << 63) /* endpoint key: NIC port, else GPU */

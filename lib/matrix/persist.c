@@ -14,7 +14,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "lib/common/mix.h" /* header only */
+#include "mix.h"
 #include "matrix_int.h"
 
 /* One splitmix64 step from state x (the ids' mixing; they must not change). */

@@ -2,7 +2,7 @@
  * c4p_client.h - "ports for these QPs": a blocking client of the
  * c4p-master for CCL processes, agents, tests and benchmarks.
  *
- * One session (lib/common/cli) to c4p-master (or, later, to the local
+ * One session (lib/net/cli) to c4p-master (or, later, to the local
  * c4a-agent, which relays).  c4p_client_request() sends all requests of a
  * communicator as one PathRequestBatch and fills one port per QP; asking
  * again with the same request ids renews their leases and returns the

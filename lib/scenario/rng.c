@@ -5,7 +5,7 @@
  */
 #include <math.h>
 
-#include "lib/common/mix.h" /* header only */
+#include "mix.h"
 #include "scen_int.h"
 
 void

@@ -7,7 +7,7 @@
 
 #include "catalog.h"
 #include "errbuf.h"
-#include "lib/common/mix.h" /* header only */
+#include "mix.h"
 #include "tmap.h"
 
 struct catalog {

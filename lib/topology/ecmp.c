@@ -7,7 +7,7 @@
 
 #include "ecmp.h"
 #include "errbuf.h"
-#include "lib/common/mix.h" /* header only */
+#include "mix.h"
 #include "tmap.h"
 
 uint64_t

@@ -5,7 +5,7 @@
 
 #include "tmap.h"
 
-#include "lib/common/mix.h" /* header only */
+#include "mix.h"
 
 uint64_t
 tmap_str(const char *s)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "addrplan.h"
-#include "lib/common/mix.h" /* header only */
+#include "mix.h"
 #include "tmap.h"
 #include "topo.h"
 #include "errbuf.h"

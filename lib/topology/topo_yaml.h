@@ -10,7 +10,7 @@
  *   switch_net: 100.64.0.0/10    optional: network of the switch interface
  *           addresses (addrplan.h); must hold the plan, miss the NIC IPs
  *
- * Schema errors come from lib/common/cfg; then every name and reference is
+ * Schema errors come from lib/daemon/cfg; then every name and reference is
  * checked (unknown leaf or spine, duplicate names, a NIC with both ports on
  * one leaf, a malformed or duplicate IP, a link across pods or planes, a
  * link declared twice, a host without NICs), all of them in one run, each

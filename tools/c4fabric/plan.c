@@ -14,7 +14,7 @@
 
 #include "addrplan.h"
 #include "c4fabric.h"
-#include "lib/common/mix.h" /* header only */
+#include "mix.h"
 
 static const char *
 plan_node_name(const struct topo *t, enum fab_node kind, uint32_t id)

@@ -65,20 +65,6 @@ dmn_tick_arm(struct event *ev, uint32_t interval_ms, uint32_t offset_ms,
 	return event_add(ev, &tv);
 }
 
-void
-dmn_notify_status(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	int n;
-
-	n = snprintf(buf, sizeof(buf), "STATUS=");
-	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
-	va_end(ap);
-	dmn_notify(buf);
-}
-
 static void
 dmn_usage(const struct dmn_spec *spec, FILE *fp)
 {
@@ -241,34 +227,32 @@ dmn_reload_cb(evutil_socket_t sig, short what, void *arg)
 	dmn_notify("READY=1");
 }
 
-int
-dmn_main(int argc, char **argv, const struct dmn_spec *spec)
+/*
+ * Reads the command line into d->conf_path, *check (-n) and *foreground
+ * (-d), and dmn_verbose (-v).  Returns -1 when the daemon goes on, or the
+ * exit status when it is done (-V, -h, a bad option).
+ */
+static int
+dmn_args(int argc, char **argv, const struct dmn_spec *spec, struct dmn *d,
+	 int *check, int *foreground)
 {
 	static const struct option longopts[] = {
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
-	struct event *sigs[4] = {NULL, NULL, NULL, NULL};
-	struct srv_params p;
-	struct dmn d;
-	char bound[1024] = "", more[512] = "";
-	int ch, check = 0, foreground = 0, rc = 1;
+	int ch;
 
-	memset(&d, 0, sizeof(d));
-	d.spec = spec;
-	d.conf_path = spec->default_config;
-	log_init(spec->name, 1, LOG_LVL_INFO);
 	while ((ch = getopt_long(argc, argv, "df:hnvV", longopts, NULL)) !=
 	       -1) {
 		switch (ch) {
 		case 'd':
-			foreground = 1;
+			*foreground = 1;
 			break;
 		case 'f':
-			d.conf_path = optarg;
+			d->conf_path = optarg;
 			break;
 		case 'n':
-			check = 1;
+			*check = 1;
 			break;
 		case 'v':
 			dmn_verbose = 1;
@@ -288,6 +272,26 @@ dmn_main(int argc, char **argv, const struct dmn_spec *spec)
 		dmn_usage(spec, stderr);
 		return 2;
 	}
+	return -1;
+}
+
+int
+dmn_main(int argc, char **argv, const struct dmn_spec *spec)
+{
+	struct event *sigs[4] = {NULL, NULL, NULL, NULL};
+	struct srv_params p;
+	struct dmn d;
+	char bound[1024] = "", more[512] = "";
+	int check = 0, foreground = 0, rc = 1;
+
+	memset(&d, 0, sizeof(d));
+	d.spec = spec;
+	d.conf_path = spec->default_config;
+	log_init(spec->name, 1, LOG_LVL_INFO);
+	rc = dmn_args(argc, argv, spec, &d, &check, &foreground);
+	if (rc >= 0)
+		return rc;
+	rc = 1;
 	d.conf = dmn_load(spec, d.conf_path, 0);
 	if (d.conf == NULL)
 		return 1;

@@ -1,7 +1,7 @@
 /*
  * mix.h - a 64-bit finalizer (splitmix64's): every input bit moves about
- * half of the output bits.  Header only, so that the NCCL plugin can use
- * it without linking lib/common.
+ * half of the output bits.  Header only, so that any library can use it
+ * without linking one.
  */
 #ifndef C4_MIX_H
 #define C4_MIX_H

@@ -84,8 +84,4 @@ int dmn_main(int argc, char **argv, const struct dmn_spec *spec);
 int dmn_tick_arm(struct event *ev, uint32_t interval_ms, uint32_t offset_ms,
 		 int first);
 
-/* Tells systemd (if it is watching) a status line; no-op otherwise. */
-void dmn_notify_status(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
 #endif

@@ -821,18 +821,6 @@ srv_conn_node(const struct srv_conn *c)
 	return c->node;
 }
 
-const char *
-srv_conn_peer(const struct srv_conn *c)
-{
-	return c->peer;
-}
-
-const char *
-srv_conn_credential(const struct srv_conn *c)
-{
-	return c->cred_name;
-}
-
 void *
 srv_conn_get_data(const struct srv_conn *c)
 {
@@ -843,10 +831,4 @@ void
 srv_conn_set_data(struct srv_conn *c, void *data)
 {
 	c->data = data;
-}
-
-struct srv *
-srv_conn_srv(const struct srv_conn *c)
-{
-	return c->srv;
 }

@@ -249,6 +249,24 @@ fail:
 }
 
 int
+net_send_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n > 0) {
+		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int
 net_connect(const struct net_addr *a, int timeout_ms, char *err, size_t errlen)
 {
 	int fd = -1, one = 1;

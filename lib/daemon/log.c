@@ -43,32 +43,6 @@ log_set_level(enum log_level level)
 	log_state.level = level;
 }
 
-enum log_level
-log_get_level(void)
-{
-	return log_state.level;
-}
-
-int
-log_level_parse(const char *name, enum log_level *out)
-{
-	for (size_t i = 0; i < sizeof(log_names) / sizeof(log_names[0]); i++) {
-		if (strcmp(name, log_names[i]) == 0) {
-			*out = (enum log_level)i;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-const char *
-log_level_name(enum log_level level)
-{
-	if ((unsigned)level >= sizeof(log_names) / sizeof(log_names[0]))
-		return "?";
-	return log_names[level];
-}
-
 void
 log_vemit(enum log_level level, const char *subsys, int with_errno,
 	  const char *fmt, va_list ap)

@@ -2,8 +2,8 @@
  * evjson.h - the JSON form of an event (the "event object" of
  * docs/c4ctl.md), shared by c4d-master (webhook data) and c4ctl (-o json).
  */
-#ifndef C4D_EVJSON_H
-#define C4D_EVJSON_H
+#ifndef C4_EVJSON_H
+#define C4_EVJSON_H
 
 #include <stddef.h>
 

@@ -26,10 +26,6 @@ enum log_level {
 
 void log_init(const char *ident, int foreground, enum log_level level);
 void log_set_level(enum log_level level);
-enum log_level log_get_level(void);
-/* Parses "error", "warning", "info", "debug"; returns -1 if unknown. */
-int log_level_parse(const char *name, enum log_level *out);
-const char *log_level_name(enum log_level level);
 
 void log_emit(enum log_level level, const char *subsys, int with_errno,
 	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -143,10 +143,7 @@ void srv_conn_close(struct srv_conn *c, const char *why);
 C4__Role srv_conn_role(const struct srv_conn *c);
 const char *srv_conn_job(const struct srv_conn *c);
 const char *srv_conn_node(const struct srv_conn *c);
-const char *srv_conn_peer(const struct srv_conn *c);
-const char *srv_conn_credential(const struct srv_conn *c);
 void *srv_conn_get_data(const struct srv_conn *c);
 void srv_conn_set_data(struct srv_conn *c, void *data);
-struct srv *srv_conn_srv(const struct srv_conn *c);
 
 #endif

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "c4_build.h"
+#include "errbuf.h"
+#include "hello.h"
 #include "net.h"
 
 /*
@@ -50,31 +50,12 @@ cli_spin_read(struct cli *c, uint8_t *chunk, size_t len)
 	}
 }
 
-static int __attribute__((format(printf, 2, 3)))
-cli_fail(struct cli *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(c->err, sizeof(c->err), fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 int
 cli_send_raw(struct cli *c, const void *p, size_t n)
 {
-	const uint8_t *b = p;
-
-	while (n > 0) {
-		ssize_t w = send(c->fd, b, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return cli_fail(c, "send: %s", strerror(errno));
-		b += w;
-		n -= (size_t)w;
+	if (net_send_all(c->fd, p, n) < 0) {
+		errbuf_set(c->err, sizeof(c->err), "send: %s", strerror(errno));
+		return -1;
 	}
 	return 0;
 }
@@ -92,8 +73,10 @@ cli_send(struct cli *c, C4__MsgType type, void *body, uint64_t *seq)
 	env.seq = ++c->seq;
 	n = msg_frame_size(&env);
 	buf = malloc(n);
-	if (buf == NULL)
-		return cli_fail(c, "%s", "out of memory");
+	if (buf == NULL) {
+		errbuf_set(c->err, sizeof(c->err), "out of memory");
+		return -1;
+	}
 	msg_pack_frame(&env, buf);
 	rc = cli_send_raw(c, buf, n);
 	free(buf);
@@ -188,7 +171,7 @@ int
 cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
 	    int timeout_ms)
 {
-	C4__Hello hello = C4__HELLO__INIT;
+	C4__Hello hello;
 	struct net_addr a;
 	char err[256];
 	C4__Envelope *env;
@@ -207,18 +190,7 @@ cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
 		snprintf(c->err, sizeof(c->err), "%s", err);
 		return -1;
 	}
-	hello.has_role = 1;
-	hello.role = h->role;
-	hello.software_version = (char *)C4_VERSION;
-	hello.job_id = (char *)h->job_id;
-	hello.node_name = (char *)h->node_name;
-	if (h->credential != NULL) {
-		hello.has_credential = 1;
-		hello.credential.data = (uint8_t *)h->credential;
-		hello.credential.len = strlen(h->credential);
-	}
-	hello.has_min_version = hello.has_max_version = 1;
-	hello.min_version = hello.max_version = C4_PROTO_VERSION;
+	hello_init(&hello, h->role, h->job_id, h->node_name, h->credential, 0);
 	env = cli_call(c, C4__MSG_TYPE__MSG_HELLO, &hello);
 	if (env == NULL)
 		goto fail;

@@ -47,4 +47,12 @@ int net_listen(const struct net_addr *a, int backlog, unsigned mode,
 int net_connect(const struct net_addr *a, int timeout_ms, char *err,
 		size_t errlen);
 
+/*
+ * Writes all n bytes at p to the blocking stream socket fd, retrying
+ * short writes and EINTR, without raising SIGPIPE; the socket's send
+ * timeout bounds each call.  Returns 0, or -1 with errno set (the bytes
+ * already written stay written).  Reads p only.
+ */
+int net_send_all(int fd, const void *p, size_t n);
+
 #endif

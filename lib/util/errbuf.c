@@ -1,8 +1,9 @@
 /*
- * errbuf.c - formatting an error message into a caller's buffer (errbuf.h).
+ * errbuf.c - formatting into a caller's error buffer.
  */
 #include "errbuf.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -10,10 +11,12 @@ void
 errbuf_set(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;
+	int saved = errno;
 
 	if (err == NULL || len == 0)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(err, len, fmt, ap);
 	va_end(ap);
+	errno = saved;
 }
