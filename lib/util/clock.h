@@ -8,6 +8,10 @@
 #include <stdint.h>
 #include <time.h>
 
+/*
+ * Returns clock id's time in nanoseconds.  An invalid id is the caller's
+ * error: clock_gettime()'s failure is not reported.  Thread-safe.
+ */
 static inline uint64_t
 clock_ns(clockid_t id)
 {
@@ -27,7 +31,10 @@ clock_ns(clockid_t id)
  * stage whose clock is off by more only hands its data on a tick later.
  */
 
-/* now's distance past tick 0 of (interval, offset), 0 before it. */
+/*
+ * Returns now's distance past tick 0 of (interval, offset), with offset
+ * taken modulo interval, or 0 before it.  interval must not be 0.
+ */
 static inline uint64_t
 clock_tick_phase(uint64_t now, uint64_t interval, uint64_t offset)
 {
@@ -36,10 +43,11 @@ clock_tick_phase(uint64_t now, uint64_t interval, uint64_t offset)
 }
 
 /*
- * clock_tick_next: the wall-clock time of the tick after the one nearest
- * to now.  A timer that fires a little early or late thus still moves on
- * by one interval; one that fires several intervals late skips the missed
- * ticks instead of firing them back to back.
+ * clock_tick_next: returns the wall-clock time of the tick after the one
+ * nearest to now, or now itself when interval is 0.  A timer that fires
+ * a little early or late thus still moves on by one interval; one that
+ * fires several intervals late skips the missed ticks instead of firing
+ * them back to back.
  */
 static inline uint64_t
 clock_tick_next(uint64_t now, uint64_t interval, uint64_t offset)
@@ -60,7 +68,10 @@ clock_tick_next(uint64_t now, uint64_t interval, uint64_t offset)
 #define CLOCK_TICK_AGENT_DIV  20u
 #define CLOCK_TICK_MASTER_DIV 10u
 
-/* clock_tick_first: the first tick strictly after now (for starting). */
+/*
+ * clock_tick_first: returns the first tick strictly after now (for
+ * starting), or now itself when interval is 0.
+ */
 static inline uint64_t
 clock_tick_first(uint64_t now, uint64_t interval, uint64_t offset)
 {

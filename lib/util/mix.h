@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+/* Returns x mixed: a bijection of 64-bit values, pure and thread-safe. */
 static inline uint64_t
 mix64(uint64_t x)
 {
@@ -19,7 +20,10 @@ mix64(uint64_t x)
 	return x;
 }
 
-/* splitmix64: advance *state by the golden-ratio increment, mix it. */
+/*
+ * splitmix64: advances *state by the golden-ratio increment and returns
+ * the new state mixed.  One state per thread: the update is not atomic.
+ */
 static inline uint64_t
 splitmix64(uint64_t *state)
 {
