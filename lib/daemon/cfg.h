@@ -43,10 +43,27 @@ struct cfg_diag {
 	size_t dropped; /* errors beyond CFG_ERRORS_MAX, counted only */
 };
 
+/*
+ * Makes *d empty, for messages about file ("-" when NULL), which is
+ * copied: the caller keeps its string.  Whatever *d held is forgotten,
+ * not freed.  Cannot fail: without memory for the copy, messages name
+ * the file "-".
+ */
 void cfg_diag_init(struct cfg_diag *d, const char *file);
+/* Frees every message and the file name, and zeroes *d. */
 void cfg_diag_free(struct cfg_diag *d);
+/*
+ * Formats one message (cut at 1023 bytes), prefixes it with the file and,
+ * when pos.line is not 0, the line and column, and keeps it in d, which
+ * owns it.  Past CFG_ERRORS_MAX messages, or without memory, the message
+ * is only counted in d->dropped.  Never fails otherwise.
+ */
 void cfg_diag_add(struct cfg_diag *d, struct cfg_pos pos, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * Writes each message on its own line to fp, then how many were dropped
+ * if any.  Does not change d.
+ */
 void cfg_diag_print(const struct cfg_diag *d, FILE *fp);
 
 enum cfg_type {
@@ -117,12 +134,26 @@ int cfg_load_file(const char *path, const struct cfg_schema *schema, void *obj,
 int cfg_load_buffer(const char *name, const void *buf, size_t len,
 		    const struct cfg_schema *schema, void *obj,
 		    struct cfg_diag *d);
+/*
+ * Frees what cfg_load_file() or cfg_load_buffer() allocated inside obj
+ * (strings, string lists, lists and their items, recursively) and sets
+ * those fields to NULL / 0; scalars are left as they are.  obj itself
+ * stays the caller's.  Safe on a zeroed obj and to call twice.
+ */
 void cfg_free(const struct cfg_schema *schema, void *obj);
 
 /* Canonical YAML of obj, keys in schema order, secrets masked (for -nv). */
 void cfg_print(FILE *fp, const struct cfg_schema *schema, const void *obj);
 
-/* Value helpers, shared with other parsers of human-written numbers. */
+/*
+ * Value helpers, shared with other parsers of human-written numbers.  Each
+ * parses the whole of s and returns 0 with *out set, or -1 with *out
+ * untouched.  cfg_parse_duration_ms() takes a non-negative number with a
+ * unit of us, ms, s, m, h or d, rounded to milliseconds;
+ * cfg_parse_size() a non-negative number with no unit, B, K/KiB, M/MiB,
+ * G/GiB or T/TiB (powers of 1024) that comes to whole bytes;
+ * cfg_parse_bool() true/yes/on or false/no/off, lower case.
+ */
 int cfg_parse_duration_ms(const char *s, int64_t *out);
 int cfg_parse_size(const char *s, int64_t *out);
 int cfg_parse_bool(const char *s, bool *out);

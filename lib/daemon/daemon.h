@@ -73,6 +73,14 @@ struct dmn {
 	char node[256];
 };
 
+/*
+ * Runs the daemon spec describes, as the header comment says, and returns
+ * the process's exit status: 0 after a clean stop, -n, --help or
+ * --version; 1 when the configuration or the start-up fails; 2 for a bad
+ * command line.  spec and argv are read, never kept beyond the call.
+ * Call it once, from main(), on the main thread: it installs signal
+ * handlers and shuts libevent down globally before returning.
+ */
 int dmn_main(int argc, char **argv, const struct dmn_spec *spec);
 
 /*

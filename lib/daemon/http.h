@@ -50,12 +50,18 @@ typedef int (*http_health_fn)(char *why, size_t len, void *arg);
 int http_open(struct http **out, struct event_base *base, const char *listen,
 	      http_metrics_fn metrics, http_health_fn health, void *arg,
 	      char *bound, size_t boundlen, char *err, size_t errlen);
+/* Closes the listener and frees h; NULL is allowed. */
 void http_free(struct http *h);
 
 /* Prometheus helpers: "# HELP" and "# TYPE" once per name, then samples. */
 void http_metric_head(struct evbuffer *b, const char *name, const char *help,
 		      int gauge);
-/* labels: "" or NULL, or the inside of {} with escaped values. */
+/*
+ * Appends one sample line of name.  labels: "" or NULL, or the inside of
+ * {} with escaped values.  http_metric_value() writes v as an integer,
+ * http_metric_double() with 9 significant digits.  Strings stay the
+ * caller's; out of memory, the evbuffer silently misses the line.
+ */
 void http_metric_value(struct evbuffer *b, const char *name, const char *labels,
 		       uint64_t v);
 void http_metric_double(struct evbuffer *b, const char *name,
@@ -76,7 +82,16 @@ struct http_hist {
 	double sum;
 };
 extern const double http_hist_bounds[HTTP_HIST_BUCKETS];
+/*
+ * Counts v (seconds) in every bucket whose bound is >= v, and in count and
+ * sum.  Not atomic: one thread updates a histogram.
+ */
 void http_hist_add(struct http_hist *h, double v);
+/*
+ * Appends h as a Prometheus histogram: HELP and TYPE, one cumulative
+ * _bucket line per bound plus +Inf, then _sum and _count.  labels as for
+ * http_metric_value(); does not change h.
+ */
 void http_metric_hist(struct evbuffer *b, const char *name, const char *help,
 		      const char *labels, const struct http_hist *h);
 

@@ -24,14 +24,32 @@ enum log_level {
 #define LOG_SUBSYS "c4"
 #endif
 
+/*
+ * Sets the program's identity, where messages go and the most verbose
+ * level written.  ident is kept, not copied: it must outlive logging (a
+ * string literal or argv[0]).  When not in the foreground it opens
+ * syslog.  Call it once, before other threads log: the settings are
+ * plain globals.
+ */
 void log_init(const char *ident, int foreground, enum log_level level);
+/*
+ * Changes the most verbose level written (a plain store: messages racing
+ * with it in other threads may see either level).
+ */
 void log_set_level(enum log_level level);
 
+/*
+ * Writes one message of the given level, if the level is enabled, tagged
+ * with subsys; with_errno appends ": " and strerror(errno).  The text is
+ * cut at 2047 bytes.  May be called from any thread; errno is preserved.
+ * log_vemit() is the same with a va_list, which it consumes.
+ */
 void log_emit(enum log_level level, const char *subsys, int with_errno,
 	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void log_vemit(enum log_level level, const char *subsys, int with_errno,
 	       const char *fmt, va_list ap)
 	__attribute__((format(printf, 4, 0)));
+/* Writes the message as an error, then exits the process with status 1. */
 _Noreturn void log_fatal(const char *subsys, int with_errno, const char *fmt,
 			 ...) __attribute__((format(printf, 3, 4)));
 

@@ -110,6 +110,13 @@ struct srv_params {
 	int arena_decode;
 };
 
+/*
+ * Creates a server on base with no listener yet.  It copies ops, the
+ * daemon, node and job strings of p, and the rest of p; it keeps base,
+ * arg and the p->conf and p->creds pointers, which must outlive it (or be
+ * replaced with srv_set_conf()).  Returns NULL when out of memory.  Every
+ * srv_ and srv_conn_ function runs on base's thread.
+ */
 struct srv *srv_new(struct event_base *base, const struct srv_params *p,
 		    const struct srv_ops *ops, void *arg);
 /*
@@ -127,6 +134,10 @@ void srv_set_conf(struct srv *s, const struct srv_conf *conf,
 /* Closes every connection and listener and frees s. */
 void srv_free(struct srv *s);
 
+/*
+ * The server's counters, which it owns and keeps updating: the pointer is
+ * valid until srv_free().
+ */
 const struct srv_stats *srv_get_stats(const struct srv *s);
 /* Appends one counter to an admin reply (the reply owns the copy). */
 int srv_reply_counter(C4__AdminReply *r, const char *name, uint64_t value,
@@ -138,11 +149,28 @@ int srv_send(struct srv_conn *c, C4__MsgType type, void *body,
 /* Sends an Error (fatal: then closes once it is flushed). */
 void srv_send_error(struct srv_conn *c, C4__ErrorCode code, int fatal,
 		    uint64_t ref_seq, const char *text);
+/*
+ * Closes the session once its output is flushed (or after a short
+ * linger), logging why.  It stops reading at once, but c stays valid
+ * until the loop runs again and frees it (calling on_close first for a
+ * session whose hello was accepted), so a handler may call it on the
+ * session it is serving.  A second call does nothing.
+ */
 void srv_conn_close(struct srv_conn *c, const char *why);
 
+/*
+ * What the peer's accepted hello said: its role, its job id and its node
+ * name (NULL when the hello had none).  The strings belong to the session
+ * and are freed with it; callers copy what they keep past on_close.
+ */
 C4__Role srv_conn_role(const struct srv_conn *c);
 const char *srv_conn_job(const struct srv_conn *c);
 const char *srv_conn_node(const struct srv_conn *c);
+/*
+ * The daemon's own pointer for this session, NULL until set.  The server
+ * only stores it: the daemon frees what it points to, in on_close at the
+ * latest.
+ */
 void *srv_conn_get_data(const struct srv_conn *c);
 void srv_conn_set_data(struct srv_conn *c, void *data);
 
