@@ -305,19 +305,73 @@ struct matrix_params {
 
 struct matrix;
 
+/* Fills every field of *p with the MATRIX_DEF_ defaults above. */
 void matrix_params_default(struct matrix_params *p);
+/*
+ * Creates an engine with a copy of the parameters p (NULL: the
+ * defaults).  Returns NULL when p is invalid (a window longer than
+ * MATRIX_HIST_MAX, k > n, thresholds out of range) or memory runs out.
+ * The caller frees it with matrix_free().
+ */
 struct matrix *matrix_new(const struct matrix_params *p);
+/*
+ * Frees the engine and everything it holds, including the events
+ * matrix_analyze() returned; NULL is fine.
+ */
 void matrix_free(struct matrix *m);
+/*
+ * Registers communicator comm with nranks members, rank r placed at
+ * map[r]; map is copied, not kept.  Registering a known comm again with
+ * the same size changes nothing, except that a retired one is judged
+ * afresh.  Returns 0, or -1 when m or map is NULL, nranks is 0 or above
+ * MATRIX_MAX_RANKS, a known comm has another size, the engine is full or
+ * memory runs out; on -1 no communicator is added (hosts and devices met
+ * on the way may stay registered).
+ */
 int matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
 		    const struct matrix_rank_loc *map);
+/*
+ * Retires communicator comm: the job destroyed it, so its ranks stop
+ * reporting on purpose.  From the next interval it is neither analysed
+ * nor judged for hangs, and a host whose every rank belongs to retired
+ * communicators is no longer expected to report.  Events already open
+ * stay as they are.  Returns 0 (also when already retired), or -1 when
+ * comm is unknown.
+ */
 int matrix_comm_retire(struct matrix *m, uint64_t comm);
+/*
+ * Analyses one interval; in->interval must be greater than the last
+ * one's.  in is read during the call, never kept.  On success *ev points
+ * at the events emitted for this interval, owned by the engine and valid
+ * until the next call or matrix_free(), and *nev holds their number.
+ * Summaries naming an unknown communicator or a rank out of range are
+ * skipped.  Returns 0, or -1 on bad arguments (NULL, an interval not
+ * after the last: nothing changes) or memory exhaustion (*ev NULL, *nev
+ * 0; the interval counts as analysed and the engine stays usable).
+ */
 int matrix_analyze(struct matrix *m, const struct matrix_input *in,
 		   const struct matrix_event **ev, size_t *nev);
+/* Returns how many connections (cells) the engine holds state for. */
 size_t matrix_ncells(const struct matrix *m);
+/*
+ * Names of an event kind, an event state and a suspect role: static
+ * strings, never freed, "unknown" when out of range.
+ */
 const char *matrix_kind_name(unsigned kind);
 const char *matrix_state_name(unsigned state);
 const char *matrix_role_name(unsigned role);
+/*
+ * Stores the bytes allocated by all engines of the process now and at
+ * their peak into *cur and *peak (either may be NULL).  Thread-safe: the
+ * counters are atomic.
+ */
 void matrix_mem_usage(size_t *cur, size_t *peak);
+/*
+ * Writes a one-line account of e for an operator into buf (len bytes,
+ * always terminated): what is wrong, where, the evidence and what to do.
+ * Returns the length snprintf() reports (>= len: truncated), or -1 when
+ * buf is NULL or len is 0.  Does not change e.
+ */
 int matrix_event_describe(const struct matrix_event *e, char *buf, size_t len);
 
 #endif /* C4_MATRIX_H */

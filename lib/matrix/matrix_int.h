@@ -17,7 +17,19 @@
 	(((uint64_t)(c) << 41) | ((uint64_t)(a) << 38) |                       \
 	 ((uint64_t)(s) << 19) | (uint64_t)(d))
 
-/* mem.c: counted allocation, so benchmarks can report the engine's memory. */
+/*
+ * mem.c: counted allocation, so benchmarks can report the engine's memory
+ * (matrix_mem_usage()).  Blocks from mem_alloc(), mem_calloc() and
+ * mem_realloc() must be freed with mem_free(), never free().
+ * mem_alloc(): size bytes, uninitialised; NULL when out of memory or size
+ * is 0.  mem_calloc(): n * size zeroed bytes; NULL on overflow, a zero
+ * size or failure.  mem_realloc(): resizes a block from mem_alloc() (or
+ * NULL: allocates); on failure returns NULL and the old block survives.
+ * mem_free(): NULL is fine.  mem_grow(): makes *p hold at least need
+ * elements of elem bytes, doubling *cap from 16 and zeroing the added
+ * tail; returns 0, or -1 with *p and *cap unchanged.  Thread-safe, like
+ * malloc().
+ */
 void *mem_alloc(size_t size);
 void *mem_calloc(size_t n, size_t size);
 void *mem_realloc(void *p, size_t size);
@@ -298,27 +310,59 @@ struct matrix {
 	uint32_t nout, cout;
 };
 
-/* matrix.c helpers used by the detectors */
+/*
+ * matrix.c helpers used by the detectors.  matrix_suspect_dev() fills
+ * *s with where device dev is, in role (tx/rx/rank/host).
+ * matrix_median() returns the median of v[0..n), reordering v; n must be
+ * above 0.  matrix_comm_find() sets *ci to comm's index and returns 0, or
+ * returns -1 (leaving *ci unspecified) when comm is unknown or retired;
+ * it caches the last hit.
+ */
 void matrix_suspect_dev(const struct matrix *m, struct matrix_suspect *s,
 			uint32_t dev, unsigned role);
 float matrix_median(float *v, uint32_t n);
 int matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci);
 
-/* cell.c: communication slow */
+/*
+ * cell.c: communication slow.  cell_ingest() takes the interval's
+ * connection summaries into their cells (creating them) and queues usable
+ * samples; cell_detect() scores them, judges rows, columns and links and
+ * hands candidates to persist_observe().  in is not kept.  Both return 0,
+ * or -1 on memory exhaustion.
+ */
 int cell_ingest(struct matrix *m, const struct matrix_input *in);
 int cell_detect(struct matrix *m);
 
-/* wait.c: non-communication slow */
+/*
+ * wait.c: non-communication slow.  wait_ingest() takes the per-rank
+ * collective and wait summaries (in is not kept) and returns 0;
+ * wait_detect() runs the wait-chain judgment on every communicator and
+ * returns 0, or -1 on memory exhaustion.
+ */
 int wait_ingest(struct matrix *m, const struct matrix_input *in);
 int wait_detect(struct matrix *m);
 
-/* hang.c: hangs and lost nodes */
+/*
+ * hang.c: hangs and lost nodes.  Judges node loss and every
+ * communicator's progress; returns 0, or -1 on memory exhaustion.
+ */
 int hang_detect(struct matrix *m);
 
 /* persist.c: candidates, persistence, event lifecycle */
 #define PERSIST_IMMEDIATE 1 /* open at once (the detector timed it) */
 #define PERSIST_STRONG	  2 /* strong evidence whatever the score */
 #define PERSIST_WEAK	  4 /* weak evidence whatever the score */
+/*
+ * persist_observe() records candidate e (copied) under key for the
+ * current interval, merging repeated observations; flags are the
+ * PERSIST_ bits above, pr (or NULL) where the culprit is observed.
+ * persist_finish() closes the interval: shifts every history, opens,
+ * updates and resolves events into m's output and forgets quiet
+ * candidates.  Both return 0, or -1 on memory exhaustion.
+ * persist_key() returns the stable key (and event id) of a kind and up to
+ * two identities, never UINT64_MAX; it must not change across versions.
+ * persist_free() frees the tracked candidates and events; m stays.
+ */
 int persist_observe(struct matrix *m, uint64_t key,
 		    const struct matrix_event *e, unsigned flags,
 		    const struct probe *pr);
