@@ -10,7 +10,11 @@
 #include "c4d.pb-c.h"
 #include "json.h"
 
-/* Lowercase names without the enum prefix, e.g. "comm_slow_rx", "open". */
+/*
+ * Lowercase names without the enum prefix, e.g. "comm_slow_rx", "open":
+ * static strings, "unknown" for a value out of range.  These and the
+ * writers below are pure and safe on any thread.
+ */
 const char *evjson_kind_name(int kind);
 const char *evjson_state_name(int state);
 const char *evjson_role_name(int role);

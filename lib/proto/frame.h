@@ -33,6 +33,7 @@ enum frame_status {
 enum frame_status frame_peek(const uint8_t *buf, size_t avail, uint32_t max,
 			     uint32_t *body_len);
 
+/* Writes body_len big-endian into the FRAME_HDR_LEN bytes at hdr. */
 void frame_put_header(uint8_t hdr[FRAME_HDR_LEN], uint32_t body_len);
 
 /*
@@ -45,6 +46,12 @@ struct frame_buf {
 	size_t len, cap, off;
 };
 
+/*
+ * frame_buf_init() makes *fb empty without allocating (whatever it held
+ * is forgotten, not freed); frame_buf_free() frees its bytes and leaves it
+ * empty, ready for reuse.  Bodies frame_buf_next() returned become
+ * invalid.
+ */
 void frame_buf_init(struct frame_buf *fb);
 void frame_buf_free(struct frame_buf *fb);
 /* Appends n bytes; returns 0 or -1 on allocation failure. */

@@ -43,7 +43,11 @@ struct msg_err {
 	char text[192];
 };
 
-/* Name of a type ("hello", "telemetry", ...), for logs and counters. */
+/*
+ * Name of a type ("hello", "telemetry", ...) or of a role ("agent",
+ * "ccl-client", ...), for logs and counters: static strings, "unknown"
+ * for a value out of range.
+ */
 const char *msg_type_name(C4__MsgType type);
 const char *msg_role_name(C4__Role role);
 /* Parses a role name as msg_role_name() writes it; -1 if unknown. */
@@ -75,6 +79,11 @@ C4__Envelope *msg_unpack(const uint8_t *body, size_t len, struct msg_err *err);
  */
 C4__Envelope *msg_unpack_alloc(const uint8_t *body, size_t len,
 			       struct msg_err *err, ProtobufCAllocator *alloc);
+/*
+ * Frees an envelope msg_unpack() returned, with every body it holds;
+ * NULL is fine.  Never for one built with msg_init() on the caller's
+ * storage.
+ */
 void msg_free(C4__Envelope *env);
 
 /* May a peer authenticated with role send messages of this type? */

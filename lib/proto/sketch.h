@@ -48,6 +48,10 @@ struct sketch {
  * Returns -1 if accuracy_ppm is outside SKETCH_ACCURACY_MIN..MAX.
  */
 int sketch_init(struct sketch *s, uint32_t accuracy_ppm);
+/*
+ * Frees the buckets and empties s; its accuracy stays, so it may be
+ * filled again.  s itself is the caller's.
+ */
 void sketch_free(struct sketch *s);
 /* Empties s, keeping its accuracy and memory. */
 void sketch_reset(struct sketch *s);
@@ -86,6 +90,11 @@ int32_t sketch_bucket(const struct sketch *s, uint64_t v);
  */
 int sketch_to_pb(const struct sketch *s, C4__DurationStats *d,
 		 C4__QuantileSketch *q);
+/*
+ * Frees the index and count arrays sketch_to_pb() allocated and empties
+ * them; q itself, and the DurationStats pointing at it, are the caller's.
+ * Not for sketches msg_unpack() decoded: msg_free() frees those.
+ */
 void sketch_pb_free(C4__QuantileSketch *q);
 /*
  * Quantiles qs[0..nq) (ascending, each in [0, 1]) of a received
