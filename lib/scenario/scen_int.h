@@ -90,7 +90,16 @@ struct scen {
 	uint32_t *out_hosts;
 };
 
-/* rng.c: the job's seeded random stream. */
+/*
+ * rng.c: the job's seeded random stream (xoshiro256**), the same for a
+ * seed on every platform.  Every draw advances *r; one stream per thread.
+ * rng_seed() resets *r from seed.  rng_next() returns 64 random bits,
+ * rng_unif() a double in [0, 1), rng_below() an integer in [0, n) (n must
+ * be above 0), rng_norm() a standard normal (every second one cached in
+ * *r), rng_lognorm() exp(N(0, sigma^2)), a factor with median 1, and
+ * rng_poisson() a Poisson(lambda) count (a normal approximation above
+ * lambda 30).
+ */
 void rng_seed(struct rng *r, uint64_t seed);
 uint64_t rng_next(struct rng *r);
 double rng_unif(struct rng *r);
@@ -125,7 +134,12 @@ int fault_advance(struct scen *s, uint32_t iv);
 /*
  * emit.c: interval iv's summaries, in the order scen_interval calls them
  * (each draws from s->rng, so the order is part of the output). The
- * output arrays are the job's own (s->out_*).
+ * output arrays are the job's own (s->out_*).  emit_factors() draws every
+ * connection's time factor for iv; emit_steps() runs the interval's
+ * training steps unless hung; emit_colls() fills s->out_coll and
+ * s->out_wait and stores their counts in *nc and *nw; emit_conns() fills
+ * s->out_conn and returns its count.  None can fail: the arrays were
+ * sized when the job was built.
  */
 void emit_factors(struct scen *s, uint32_t iv, double drift);
 void emit_steps(struct scen *s, uint32_t iv, int hung);

@@ -75,6 +75,7 @@ int trace_replay(const struct trace *t, const struct matrix_params *p,
 			    const struct matrix_event *e),
 		 void *arg);
 
+/* Frees the rows and zeroes *t (which itself is the caller's). */
 void trace_free(struct trace *t);
 
 #endif
