@@ -78,7 +78,12 @@ struct probe_result {
 
 struct catalog;
 
-/* model NULL: probe results only. The topology must be final. */
+/*
+ * Creates an empty catalog over t, which must be final and outlive it;
+ * model is copied (NULL: probe results only).  Returns NULL when t is
+ * not final or without memory.  catalog_free() frees the catalog and
+ * every entry (NULL is fine); t stays the caller's.
+ */
 struct catalog *catalog_new(const struct topo *t,
 			    const struct ecmp_model *model);
 void catalog_free(struct catalog *c);
@@ -117,7 +122,11 @@ int catalog_drop(struct catalog *c, const struct catalog_key *key);
  */
 uint64_t catalog_generation(const struct catalog *c);
 
-/* Iteration: entries 0 .. catalog_count()-1, in insertion order. */
+/*
+ * Iteration: entries 0 .. catalog_count()-1, in insertion order;
+ * catalog_entry_at() returns NULL for i out of range.  Entries belong to
+ * the catalog, valid while catalog_generation() is unchanged.
+ */
 size_t catalog_count(const struct catalog *c);
 const struct catalog_entry *catalog_entry_at(const struct catalog *c, size_t i);
 

@@ -33,6 +33,7 @@ bool path_healthy(const struct topo *t, const struct path *p);
 bool path_uses_link(const struct path *p, uint32_t link);
 /* The spine of p, or TOPO_NONE for a direct path. */
 uint32_t path_spine(const struct topo *t, const struct path *p);
+/* True when a and b have the same ports and cables. */
 bool path_equal(const struct path *a, const struct path *b);
 /* "host/nic:L leaf>spine>leaf host/nic:R" into buf. */
 void path_format(const struct topo *t, const struct path *p, char *buf,

@@ -24,6 +24,10 @@ struct tmap {
 /* key_eq(arg, slot) returns true when the object in slot has the key. */
 typedef bool (*tmap_eq_fn)(const void *arg, uint32_t slot);
 
+/*
+ * Frees the table and leaves *m empty (usable again); m itself and the
+ * objects its slots index are the caller's.
+ */
 void tmap_free(struct tmap *m);
 /* Returns the slot holding the key, or TMAP_EMPTY. */
 uint32_t tmap_find(const struct tmap *m, uint64_t hash, tmap_eq_fn eq,

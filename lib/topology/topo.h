@@ -149,6 +149,13 @@ struct topo {
 	bool final;
 };
 
+/*
+ * topo_new() returns an empty, not yet final topology with the default
+ * switch network, or NULL without memory; the caller frees it with
+ * topo_free(), which also frees every name and index (NULL is fine).
+ * A topology is built and then only read: not thread-safe while it is
+ * built or its health changes.
+ */
 struct topo *topo_new(void);
 void topo_free(struct topo *t);
 
@@ -184,7 +191,13 @@ uint32_t topo_add_nic(struct topo *t, uint32_t host, const char *name,
  */
 int topo_finalize(struct topo *t, char *err, size_t errlen);
 
-/* Lookups (final topologies only). */
+/*
+ * Lookups (final topologies only), which change nothing; TOPO_NONE when
+ * absent.  topo_port_by_ip() returns the port with ip on side (on either
+ * side for TOPO_SIDE_ANY; TOPO_NONE when ip is the other side's of an
+ * unbonded NIC); topo_nic_by_ip() the NIC owning ip.  The _by_name()
+ * lookups compare names exactly, in time linear in the count.
+ */
 uint32_t topo_port_by_ip(const struct topo *t, uint32_t ip, uint8_t side);
 uint32_t topo_nic_by_ip(const struct topo *t, uint32_t ip);
 uint32_t topo_leaf_by_name(const struct topo *t, const char *name);
@@ -197,13 +210,17 @@ void topo_bundle_links(const struct topo *t, uint32_t leaf, uint32_t spine,
 void topo_spine_to_leaf(const struct topo *t, uint32_t spine, uint32_t leaf,
 			uint32_t *pos, uint32_t *count);
 
-/* Link and port health; return -1 on a bad id. */
+/* Set a cable's or port's health; return 0, or -1 on a bad id. */
 int topo_link_set_up(struct topo *t, uint32_t link, bool up);
 int topo_port_set_up(struct topo *t, uint32_t port, bool up);
 /* Healthy cables of a bundle. */
 uint32_t topo_bundle_healthy(const struct topo *t, uint32_t bundle);
 
-/* "10.0.0.1" <-> uint32; topo_ip_parse returns -1 on malformed input. */
+/*
+ * "10.0.0.1" <-> uint32 in host order.  topo_ip_parse() returns 0 with
+ * *ip set, or -1 on malformed input with *ip untouched; topo_ip_format()
+ * writes into buf as snprintf() does (truncated to len bytes).
+ */
 int topo_ip_parse(const char *s, uint32_t *ip);
 void topo_ip_format(uint32_t ip, char *buf, size_t len);
 
