@@ -198,14 +198,24 @@ struct c4client *c4client_open(const struct c4client_opts *o);
  * after every reconnect.  0, or -1 on bad arguments or ENOMEM.
  */
 int c4client_register(struct c4client *c, const struct c4client_comm *comm);
-/* Tells the agent the communicator is finalized and forgets it. */
+/*
+ * Tells the agent the communicator is finalized (if a session is up) and
+ * forgets it, so reconnects no longer register it.  Returns 0, or -1 when
+ * c is NULL, comm_hash is not registered, or memory runs out (the
+ * communicator is then kept).
+ */
 int c4client_deregister(struct c4client *c, uint64_t comm_hash);
 /*
  * Queues one interval's summary.  0 when queued (older summaries may have
  * been dropped to make room); -1 when it could not be (larger than the
  * queue limit, bad arguments, ENOMEM): it is then counted as dropped.
+ * r and the arrays it points at are encoded during the call, not kept.
  */
 int c4client_report(struct c4client *c, const struct c4client_report *r);
+/*
+ * Copies a consistent snapshot of the counters into *out (taken under the
+ * library's lock); changes nothing.  c must not be NULL.
+ */
 void c4client_stats(struct c4client *c, struct c4client_stats *out);
 /*
  * When to close the next interval: the wall-clock time (CLOCK_REALTIME,
