@@ -30,7 +30,12 @@ C4__Envelope *ctl_admin_req(struct ctl *c, C4__AdminRequest *req,
 /* The same for a request of op alone (comm_hash if non-zero). */
 C4__Envelope *ctl_admin(struct ctl *c, C4__AdminOp op, uint64_t comm);
 
-/* C4D views (ctl/view_c4d.c); each returns the exit status. */
+/*
+ * C4D views (ctl/view_c4d.c): ctl_jobs, ctl_ranks and ctl_matrix parse
+ * their own options from argv and print to stdout (JSON with -o json).
+ * Each returns the exit status: 0, 1 when the daemon could not be asked
+ * or refused, 2 for bad usage.
+ */
 int ctl_jobs(struct ctl *c, int argc, char **argv);
 int ctl_ranks(struct ctl *c, int argc, char **argv);
 int ctl_matrix(struct ctl *c, int argc, char **argv);
