@@ -73,6 +73,12 @@ struct agg_stats {
 	uint64_t parts;		  /* batches forwarded (parts of intervals) */
 };
 
+/*
+ * Creates the aggregator of one job on one host; job and host are
+ * copied.  Returns NULL without memory.  agg_free() frees it with every
+ * registration and record it holds (NULL is fine).  Like the rest of the
+ * agent, an aggregator is used from the event loop's thread only.
+ */
 struct agg *agg_new(const char *job, const char *host);
 void agg_free(struct agg *a);
 /*
@@ -84,6 +90,7 @@ void agg_free(struct agg *a);
  */
 int agg_register(struct agg *a, const C4__CommRegister *m, uint8_t **frame,
 		 size_t *len);
+/* The number of communicators registered now; changes nothing. */
 size_t agg_ncomms(const struct agg *a);
 /* The frame of the i-th merged registration (caller frees), or NULL. */
 uint8_t *agg_comm_frame(const struct agg *a, size_t i, size_t *len);
@@ -116,7 +123,9 @@ struct agg_part {
 ssize_t agg_take(struct agg *a, uint64_t interval_id, uint64_t start_ns,
 		 uint32_t interval_ms, uint64_t extra_dropped,
 		 struct agg_part **parts);
+/* Frees the n parts agg_take() returned, their frames and the array. */
 void agg_parts_free(struct agg_part *parts, size_t n);
+/* The counters, owned by a and updated in place until agg_free(). */
 const struct agg_stats *agg_get_stats(const struct agg *a);
 
 /* ---- upstream.c -----------------------------------------------------------
@@ -148,15 +157,25 @@ typedef void (*up_ready_fn)(struct up *u, void *arg);
 typedef int (*up_msg_fn)(struct up *u, const C4__Envelope *env, void *arg);
 
 /*
+ * Creates the link to one master and starts connecting at once (then
+ * reconnecting with backoff for as long as it lives).  The strings of m
+ * and node are copied; base, dns and arg are kept and must outlive it.
  * m->job NULL: a session without a job (the c4p-master's); the hello then
- * names no job and the reply's job is not checked.
+ * names no job and the reply's job is not checked.  Returns NULL when
+ * m->address does not parse or without memory.  Every up_ function runs
+ * on base's thread.
  */
 struct up *up_new(struct event_base *base, struct evdns_base *dns,
 		  const struct agent_master_conf *m, const char *node,
 		  size_t buffer_limit, up_ready_fn ready, void *arg);
+/* Sets (or with fn NULL removes) the handler of the master's messages. */
 void up_set_handler(struct up *u, up_msg_fn fn, void *arg);
 /* Sends a message now if the session is up; 0, or -1 (not sent). */
 int up_send(struct up *u, C4__MsgType type, void *body);
+/*
+ * Closes the session, drops the queued batches and frees u (NULL is
+ * fine); no callback runs.  The event base and DNS base stay.
+ */
 void up_free(struct up *u);
 /*
  * Queues a batch frame (taking it) in the FIFO of at most buffer_limit
@@ -173,6 +192,12 @@ void up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records,
 void up_send_now(struct up *u, const uint8_t *frame, size_t len);
 /* Records dropped since the last call, for the next batch's count. */
 uint64_t up_take_dropped(struct up *u);
+/*
+ * up_is_ready(): 1 while a session is up (hello answered), else 0.
+ * up_address(): the master's address as configured, owned by u.
+ * up_get_stats(): the counters, owned by u and updated in place.  None
+ * changes anything; the pointers are valid until up_free().
+ */
 int up_is_ready(const struct up *u);
 const char *up_address(const struct up *u);
 const struct up_stats *up_get_stats(const struct up *u);
@@ -224,17 +249,25 @@ struct prober_stats {
 typedef void (*prober_result_fn)(const C4__ProbeResult *r, void *arg);
 
 /*
- * rate: packets per second over all tasks. netns: name under /run/netns
- * whose network namespace the probe sockets are created in, or NULL.
+ * rate: packets per second over all tasks (0 counts as 1). netns: name
+ * under /run/netns whose network namespace the probe sockets are created
+ * in, or NULL.  done gets each finished task's result; base and arg are
+ * kept and must outlive the prober.  Returns NULL (logged) when netns
+ * cannot be opened or without memory.  Runs on base's thread.
  */
 struct prober *prober_new(struct event_base *base, uint32_t rate,
 			  const char *netns, prober_result_fn done, void *arg);
+/*
+ * Drops every task without calling done, closes the namespace handles
+ * and frees pr (NULL is fine).
+ */
 void prober_free(struct prober *pr);
 /* Queues a task (copied); 0, or -1 with err (refused, counted). */
 int prober_task(struct prober *pr, const C4__ProbeTask *t, char *err,
 		size_t errlen);
 /* Drops every queued and running task (the master's session ended). */
 void prober_cancel(struct prober *pr);
+/* The counters, owned by pr and updated in place until prober_free(). */
 const struct prober_stats *prober_get_stats(const struct prober *pr);
 
 /*
