@@ -31,6 +31,11 @@ struct flight_stats {
 
 struct flight;
 
+/*
+ * flight_new() returns an empty tracker, or NULL without memory;
+ * flight_free() frees it with every connection's state (NULL is fine).
+ * Not thread-safe: one thread drives a tracker.
+ */
 struct flight *flight_new(void);
 void flight_free(struct flight *f);
 /*
@@ -47,6 +52,7 @@ int flight_add(struct flight *f, uint64_t comm, uint32_t src, uint32_t dst,
  */
 int flight_take(struct flight *f, uint64_t comm, uint32_t src, uint32_t dst,
 		double *excess_ns);
+/* Copies the counters into *out; changes nothing in f. */
 void flight_get_stats(const struct flight *f, struct flight_stats *out);
 
 #endif

@@ -142,6 +142,14 @@ struct webhook_stats {
 	uint64_t oldest_age_ms;
 };
 
+/*
+ * Creates one sender per webhook of confs (struct webhook_conf items),
+ * each reading its token file now and starting to deliver the store's
+ * undelivered rows.  Strings are copied; base and st are kept and must
+ * outlive the senders.  Returns 0 with *out set, or -1 with *out NULL and
+ * err filled (a bad URL, an unreadable token file, out of memory).  Runs
+ * on base's thread, like every webhooks_ function.
+ */
 int webhooks_new(struct webhooks **out, struct event_base *base,
 		 struct store *st, const char *job,
 		 const struct cfg_list *confs, char *err, size_t errlen);
@@ -149,9 +157,18 @@ int webhooks_new(struct webhooks **out, struct event_base *base,
 const char *const *webhooks_names(const struct webhooks *w, size_t *n);
 /* New outbox rows were queued: idle senders look again. */
 void webhooks_kick(struct webhooks *w);
+/*
+ * The number of webhooks, and a copy of webhook i's counters into *out
+ * (i < webhooks_count(); out->name points into w).  Change nothing.
+ */
 size_t webhooks_count(const struct webhooks *w);
 void webhooks_get_stats(const struct webhooks *w, size_t i,
 			struct webhook_stats *out);
+/*
+ * Stops every sender and frees w (NULL is fine).  Requests in flight are
+ * abandoned: their rows stay undelivered in the store and go out again
+ * after the next start.  The store stays open.
+ */
 void webhooks_free(struct webhooks *w);
 /* The CloudEvents 1.0 JSON body of ev (malloc'd, one line). */
 char *webhook_cloudevent(const char *job, const C4__Event *ev, uint64_t time_ns,
@@ -179,22 +196,47 @@ struct c4d_stats {
 /*
  * Opens the store (continuing the events that were open), the webhook
  * senders and the HTTP listener.  srv may be NULL (tests).  The HTTP
- * address actually bound is written to http_bound.
+ * address actually bound is written to http_bound.  conf's strings are
+ * copied; base and srv are kept and must outlive the master.  Returns 0
+ * with *out set, or -1 with *out NULL (failures of the store, the
+ * webhooks and HTTP are logged).  Every c4d_ function runs on base's
+ * thread.
  */
 int c4d_open(struct c4d **out, struct event_base *base,
 	     const struct c4d_conf *conf, struct srv *srv, char *http_bound,
 	     size_t boundlen);
+/*
+ * Publishes one transition of a detected event; the one entry point of
+ * the detection pipeline.  ev stays the caller's.  Revision 0 (or absent)
+ * means "the next one"; a revision not newer than the one known is a
+ * duplicate and changes nothing.  The transition is remembered at once,
+ * committed with its outbox rows on the store's worker, then delivered by
+ * every webhook.  Returns 0 (also for a duplicate), or -1 for an invalid
+ * event or when it could not be queued.  c4d.c gives the details.
+ */
 int c4d_publish(struct c4d *m, const C4__Event *ev);
 /* Answers ADMIN_EVENTS into r (owned by m until c4d_reply_free). */
 void c4d_reply_events(struct c4d *m, const C4__AdminRequest *q,
 		      C4__AdminReply *r);
+/*
+ * Frees the event array c4d_reply_events() allocated in r and empties it;
+ * the events themselves are m's, and r itself is the caller's.
+ */
 void c4d_reply_free(C4__AdminReply *r);
+/*
+ * The master's counters, owned by m and updated in place; main.c's
+ * session hooks write the session counters through this pointer.
+ */
 struct c4d_stats *c4d_stats(struct c4d *m);
 /* The event with that id, or NULL; valid until the next publish. */
 const C4__Event *c4d_find(const struct c4d *m, const char *id);
 /* Calls fn for every event open now (restart recovery), oldest first. */
 void c4d_each_open(const struct c4d *m,
 		   void (*fn)(const C4__Event *ev, void *arg), void *arg);
+/*
+ * Stops HTTP and the webhook senders, commits what the store still has
+ * queued, and frees everything m holds (NULL is fine).  srv stays.
+ */
 void c4d_close(struct c4d *m);
 
 #endif
