@@ -43,6 +43,12 @@ struct cli_hello {
 /* Returns 0, or -1 with c->err set (the connection is then closed). */
 int cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
 		int timeout_ms);
+/*
+ * Says goodbye if connected (best effort), closes the socket and frees the
+ * hello reply and the input buffer; c->hello becomes NULL.  Envelopes
+ * already returned stay the caller's.  Safe on a closed client, so c may
+ * be connected again.
+ */
 void cli_close(struct cli *c);
 
 /* Sends one message; *seq gets its sequence number.  0 or -1. */
