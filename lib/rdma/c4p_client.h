@@ -57,6 +57,7 @@ struct c4p_client_port {
 int c4p_client_connect(struct c4p_client *c, const char *addr,
 		       const char *token, const char *job, int role,
 		       int timeout_ms);
+/* Ends the session as cli_close() does; c may be connected again. */
 void c4p_client_close(struct c4p_client *c);
 
 /*
