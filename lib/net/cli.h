@@ -46,8 +46,9 @@ int cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
 /*
  * Says goodbye if connected (best effort), closes the socket and frees the
  * hello reply and the input buffer; c->hello becomes NULL.  Envelopes
- * already returned stay the caller's.  Safe on a closed client, so c may
- * be connected again.
+ * already returned stay the caller's.  c must have been through
+ * cli_connect() (even a failed one: a merely zeroed c has fd 0); closing
+ * twice is safe, and c may then be connected again.
  */
 void cli_close(struct cli *c);
 
