@@ -116,19 +116,54 @@ typedef void (*store_event_fn)(const C4__Event *ev, uint64_t updated_ns,
 typedef void (*store_next_fn)(int rc, const struct store_row *row,
 			      uint64_t pending, uint64_t oldest_ns, void *arg);
 
+/*
+ * Opens (creating if needed) the database at path, hands the events to
+ * continue to cb synchronously before returning, and starts the worker
+ * thread.  Runs before the loop.  base is kept; cb is not called after
+ * return.  Returns 0 with *out set, or -1 with *out NULL, err saying why
+ * and nothing left open.  The other store_ functions are called on base's
+ * thread; store_close() frees the store.
+ */
 int store_open(struct store **out, struct event_base *base, const char *path,
 	       size_t keep_resolved, store_event_fn cb, void *arg, char *err,
 	       size_t errlen);
+/*
+ * Queues transition ev (copied: the caller keeps ownership) with one
+ * outbox row carrying payload (copied) per named webhook.  ev must have
+ * an id and a revision; at_ns is the master's time of the transition.
+ * Returns 0 once queued, or -1 when it cannot be (no memory, queue full).
+ */
 int store_put_event(struct store *st, const C4__Event *ev, uint64_t at_ns,
 		    const char *const *webhooks, size_t nwebhooks,
 		    const char *payload, size_t len);
+/*
+ * Queues a read of webhook's oldest undelivered outbox row; cb runs on the
+ * loop with it, unless store_forget(st, arg) comes first.  webhook is
+ * copied.  Returns 0 once queued, or -1 without memory.
+ */
 int store_outbox_next(struct store *st, const char *webhook, store_next_fn cb,
 		      void *arg);
+/*
+ * Queue an update of outbox row seq: store_outbox_failed() counts a
+ * failed attempt and notes when it is retried (next_ns);
+ * store_mark_delivered() marks it delivered.  Both return 0 once queued,
+ * or -1 without memory (the row is then left as it was).
+ */
 int store_outbox_failed(struct store *st, uint64_t seq, uint64_t next_ns);
 int store_mark_delivered(struct store *st, uint64_t seq);
 /* Drops every callback registered with arg (its owner is going away). */
 void store_forget(struct store *st, void *arg);
+/*
+ * Copies the counters into *out (taken under the store's lock), with the
+ * queue's length and stall; healthy is cleared when the oldest job waits
+ * too long.
+ */
 void store_get_stats(struct store *st, struct store_stats *out);
+/*
+ * Commits everything still queued, stops the worker and frees st (NULL
+ * is fine).  Read callbacks still pending are dropped without being
+ * called.
+ */
 void store_close(struct store *st);
 
 /* ---- webhooks (webhook.c) ----------------------------------------------- */
