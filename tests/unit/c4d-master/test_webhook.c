@@ -10,6 +10,7 @@
 
 #include "evfix.h"
 #include "master.h"
+#include "tmain.h"
 
 START_TEST(test_cloudevent)
 {
@@ -39,25 +40,4 @@ START_TEST(test_cloudevent)
 }
 END_TEST
 
-static Suite *
-webhook_suite(void)
-{
-	Suite *s = suite_create("webhook");
-	TCase *tc = tcase_create("webhook");
-
-	tcase_add_test(tc, test_cloudevent);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
-int
-main(void)
-{
-	SRunner *sr = srunner_create(webhook_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
-}
+TMAIN("c4d-master-webhook", test_cloudevent)
