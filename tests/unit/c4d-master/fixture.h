@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ingest.h"
+#include "tmain.h"
 
 #define FX_RANKS_MAX 8
 #define FX_SEEN_MAX  64
@@ -99,19 +100,7 @@ fx_record(void *arg, const C4__Event *ev)
 static inline int
 fx_main(const char *name, const TTest *const *tests, size_t n)
 {
-	Suite *s = suite_create(name);
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int nf;
-
-	for (size_t i = 0; i < n; i++)
-		tcase_add_test(tc, tests[i]);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return tmain_run(name, tests, n);
 }
 
 #endif

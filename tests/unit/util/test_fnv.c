@@ -1,16 +1,13 @@
 /*
  * test_fnv.c - FNV-1a 64 (fnv.h) against the published test vectors, its
  * fixed start, and chaining: two calls hash like one call on the
- * concatenation.  Also errbuf.c: formatting into a caller's buffer, and
- * no write when there is none.
+ * concatenation.
  */
 #include <check.h>
-#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "errbuf.h"
 #include "fnv.h"
 
 /* The published FNV-1a 64 offset basis, for the published vectors. */
@@ -41,21 +38,6 @@ START_TEST(test_chain)
 }
 END_TEST
 
-START_TEST(test_errbuf)
-{
-	char buf[8];
-
-	errno = EINVAL;
-	errbuf_set(buf, sizeof(buf), "%s %d", "port", 70000);
-	ck_assert_str_eq(buf, "port 70");
-	ck_assert_int_eq(errno, EINVAL);
-	memset(buf, 'x', sizeof(buf));
-	errbuf_set(buf, 0, "%s", "nothing");
-	ck_assert_int_eq(buf[0], 'x');
-	errbuf_set(NULL, 64, "%s", "nothing");
-}
-END_TEST
-
 static Suite *
 fnv_suite(void)
 {
@@ -64,7 +46,6 @@ fnv_suite(void)
 
 	tcase_add_test(tc, test_vectors);
 	tcase_add_test(tc, test_chain);
-	tcase_add_test(tc, test_errbuf);
 	suite_add_tcase(s, tc);
 	return s;
 }

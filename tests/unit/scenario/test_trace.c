@@ -273,7 +273,7 @@ END_TEST
 static Suite *
 trace_suite(void)
 {
-	Suite *s = suite_create("matrix-trace");
+	Suite *s = suite_create("scenario-trace");
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_slow_rank_named);

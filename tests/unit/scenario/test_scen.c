@@ -1,5 +1,5 @@
 /*
- * test_scenario.c: a slice of the labeled scenario suite run end to end
+ * test_scen.c: a slice of the labeled scenario suite run end to end
  * through the engine. Every fault kind (and two at once) at 1.5x on 64
  * ranks in each of the three quality layouts, plus fault-free jobs: every
  * injected fault must be named, no event may be false, and hangs must be
@@ -135,7 +135,7 @@ END_TEST
 static Suite *
 scenario_suite(void)
 {
-	Suite *s = suite_create("matrix-scenario");
+	Suite *s = suite_create("scenario-scen");
 	TCase *tc = tcase_create("slice");
 
 	tcase_add_loop_test(tc, test_every_fault_named, 0, 3);
