@@ -515,6 +515,7 @@ store_mark_delivered(struct store *st, uint64_t seq)
 	return store_queue(st, j);
 }
 
+/* Drops every read callback registered with arg; on the loop. */
 void
 store_forget(struct store *st, void *arg)
 {
@@ -523,6 +524,12 @@ store_forget(struct store *st, void *arg)
 			j->cb = NULL;
 }
 
+/*
+ * Copies the counters into out: the store's own, and the queue's failed
+ * attempts and refusals added to errors; healthy is 0 while a write keeps
+ * failing, after a failed read, or while the oldest job waits longer than
+ * STORE_STALL_MS.  Changes nothing.
+ */
 void
 store_get_stats(struct store *st, struct store_stats *out)
 {

@@ -83,7 +83,7 @@ struct sqlq_op {
 struct sqlq_conf {
 	const char *path; /* copied */
 	enum sqlq_sync sync;
-	size_t queue_max;      /* operations submitted and not committed */
+	size_t queue_max;      /* operations not committed (at least 1) */
 	int busy_ms;	       /* sqlite3_busy_timeout */
 	int retry_ms;	       /* first wait after a failed transaction */
 	int retry_max_ms;      /* longest wait between retries */
