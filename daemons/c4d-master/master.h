@@ -3,8 +3,8 @@
  * store (store.c), webhook delivery (webhook.c), the metrics served by
  * lib/daemon's HTTP endpoints, the event JSON (evjson.c) and the in-memory
  * event list that ties them together (c4d.c).  Everything here runs on the
- * daemon's event loop except the store's worker thread, which only store.c
- * touches.
+ * daemon's event loop except the writer thread of the store's queue
+ * (lib/daemon/sqlq.h), which runs only store.c's SQL.
  */
 #ifndef C4D_MASTER_H
 #define C4D_MASTER_H
@@ -32,7 +32,7 @@
 #define C4D_EVENTS_REPLY_BYTES (1024u * 1024) /* under FRAME_MAX_DEFAULT */
 #define C4D_WEBHOOKS_MAX       16
 #define STORE_SCHEMA_VERSION   1
-#define STORE_QUEUE_MAX	       100000 /* jobs waiting for the worker */
+#define STORE_QUEUE_MAX	       100000 /* jobs not committed yet */
 #define STORE_STALL_MS	       10000  /* oldest job: unhealthy above */
 #define STORE_RETRY_MS	       100    /* first wait after a failed write */
 #define STORE_RETRY_MAX_MS     5000
@@ -88,9 +88,9 @@ struct store;
 struct store_stats {
 	uint64_t puts;	    /* transitions committed */
 	uint64_t stale;	    /* puts ignored: revision not newer */
-	uint64_t errors;    /* failed transactions */
+	uint64_t errors;    /* failed transactions, reads, full queue */
 	uint64_t delivered; /* outbox rows marked delivered */
-	uint64_t queued;    /* jobs waiting for the worker now */
+	uint64_t queued;    /* jobs not committed (or called back) yet */
 	uint64_t stall_ms;  /* age of the oldest waiting job */
 	int healthy;
 };

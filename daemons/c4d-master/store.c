@@ -1,32 +1,33 @@
 /*
- * store.c - the master's event store: SQLite in WAL mode, driven by one
- * worker thread so the event loop never waits for the disk.
+ * store.c - the master's event store: its schema, its SQL and loading at
+ * start.  The writing goes through lib/daemon's SQLite queue (sqlq.h),
+ * which runs the jobs on its writer thread so the event loop never waits
+ * for the disk.
  *
  * The loop queues jobs (a transition to commit, an outbox read, an outbox
- * row to mark); the worker runs them in order, one transaction each, and
- * hands finished jobs back through a pipe the loop watches, where their
- * callbacks run.  Because one worker runs the queue in order, a read queued
- * after a put sees that put.
+ * row to mark); the queue runs them in order in its transactions, and
+ * once a job committed its done callback (store_done) counts it and calls
+ * a reader back, on the loop.  Because the queue commits in order, a read
+ * queued after a put sees that put.
  *
  * A transition, its history row and one outbox row per webhook commit in
- * one transaction with synchronous=FULL: after a crash either all of them
- * exist or none does.  A put whose revision is not newer than the stored
- * one changes nothing, so replays are harmless.
+ * one transaction, with SQLQ_SYNC_FULL (an fsync at every commit): after
+ * a crash, even of the machine, either all of them exist or none does.  A
+ * put whose revision is not newer than the stored one changes nothing, so
+ * replays are harmless.
  */
 #define LOG_SUBSYS "store"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <sqlite3.h>
 
 #include "log.h"
 #include "master.h"
+#include "sqlq.h"
 
 enum store_op {
 	STORE_PUT,
@@ -35,14 +36,15 @@ enum store_op {
 	STORE_DELIVERED,
 };
 
+/* One job: an operation of the store's queue (sqlq.h). */
 struct store_job {
-	struct store_job *next;
-	enum store_op op;
-	uint64_t queued_ms;
+	struct sqlq_op op; /* first: the queue hands op back */
+	struct store *st;
+	enum store_op kind;
 	/* STORE_PUT */
 	char *id;
 	uint64_t revision, at_ns;
-	int kind, state;
+	int kind_ev, state;
 	uint64_t first_interval, last_interval, first_seen, last_seen;
 	uint8_t *packed;
 	size_t packed_len;
@@ -50,11 +52,13 @@ struct store_job {
 	size_t nwebhooks;
 	char *payload;
 	size_t len;
+	int stale; /* the revision was not newer: nothing written */
 	/* STORE_NEXT, STORE_FAILED, STORE_DELIVERED */
 	char *webhook;
 	uint64_t seq, next_ns;
 	store_next_fn cb;
 	void *arg;
+	struct store_job *rnext, **rprev; /* loop only: readers waiting */
 	/* results of STORE_NEXT */
 	int rc;
 	int found;
@@ -63,25 +67,49 @@ struct store_job {
 	uint64_t pending, oldest_ns;
 };
 
-struct store_list {
-	struct store_job *head, *tail;
-	size_t n;
+/*
+ * The store's own state lives on the loop: the queue (sqlq) owns the
+ * connection, the thread and the transactions.
+ */
+struct store {
+	struct sqlq *q;
+	struct store_stats stats;  /* puts, stale, delivered; read errors */
+	int read_failed;	   /* the last read failed, no write since */
+	struct store_job *readers; /* reads whose callback is due */
 };
 
-struct store {
-	sqlite3 *db;
-	sqlite3_stmt *s_get_rev, *s_upsert, *s_history, *s_outbox, *s_next,
-		*s_count, *s_failed, *s_delivered;
-	pthread_t thread;
-	int thread_started;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct store_list todo, done; /* under mu */
-	int stopping;		      /* under mu */
-	struct store_stats stats;     /* under mu */
-	int pipe[2];
-	struct event *ev_done;
-};
+static const char store_sql_get_rev[] =
+	"SELECT revision FROM events WHERE id = ?1";
+static const char store_sql_upsert[] =
+	"INSERT INTO events (id, kind, state, revision,"
+	" first_interval, last_interval, first_seen_ns,"
+	" last_seen_ns, updated_ns, event) VALUES (?1, ?2, ?3, ?4,"
+	" ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (id) DO UPDATE SET"
+	" kind = ?2, state = ?3, revision = ?4, first_interval ="
+	" ?5, last_interval = ?6, first_seen_ns = ?7,"
+	" last_seen_ns = ?8, updated_ns = ?9, event = ?10";
+static const char store_sql_history[] =
+	"INSERT INTO event_history (id, revision, state,"
+	" at_ns, event) VALUES (?1, ?2, ?3, ?4, ?5)";
+static const char store_sql_outbox[] =
+	"INSERT OR IGNORE INTO outbox (webhook, event_id,"
+	" revision, ce_id, payload, created_ns) VALUES"
+	" (?1, ?2, ?3, ?4, ?5, ?6)";
+static const char store_sql_next[] =
+	"SELECT seq, ce_id, payload, attempts, created_ns"
+	" FROM outbox WHERE webhook = ?1 AND delivered_ns"
+	" IS NULL ORDER BY seq LIMIT 1";
+static const char store_sql_count[] =
+	"SELECT count(*), ifnull(min(created_ns), 0) FROM"
+	" outbox WHERE webhook = ?1 AND delivered_ns IS"
+	" NULL";
+static const char store_sql_failed[] =
+	"UPDATE outbox SET attempts = attempts + 1,"
+	" next_attempt_ns = ?1 WHERE seq = ?2";
+static const char store_sql_delivered[] =
+	"UPDATE outbox SET delivered_ns = ?1, attempts ="
+	" attempts + 1 WHERE seq = ?2 AND delivered_ns IS"
+	" NULL";
 
 /* The schema of version STORE_SCHEMA_VERSION, one script. */
 static const char store_schema_sql[] =
@@ -106,15 +134,6 @@ static const char store_schema_sql[] =
 	"CREATE INDEX events_state ON events (state, updated_ns);";
 
 static uint64_t
-store_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static uint64_t
 store_wall_ns(void)
 {
 	struct timespec ts;
@@ -124,8 +143,10 @@ store_wall_ns(void)
 }
 
 static void
-store_job_free(struct store_job *j)
+store_job_free(struct sqlq_op *op)
 {
+	struct store_job *j = (struct store_job *)op;
+
 	if (j == NULL)
 		return;
 	free(j->id);
@@ -140,60 +161,39 @@ store_job_free(struct store_job *j)
 	free(j);
 }
 
-static void
-store_list_push(struct store_list *l, struct store_job *j)
-{
-	j->next = NULL;
-	if (l->tail != NULL)
-		l->tail->next = j;
-	else
-		l->head = j;
-	l->tail = j;
-	l->n++;
-}
+/* ---- in the queue's transaction (sqlq.h) -------------------------------- */
 
+/*
+ * Writes one transition with its history and outbox rows; a revision
+ * that is not newer than the stored one writes nothing (stale).  0, or -1
+ * (the transaction is rolled back and retried).
+ */
 static int
-store_exec(sqlite3 *db, const char *sql)
+store_do_put(struct sqlq *q, struct store_job *j)
 {
-	char *msg = NULL;
-
-	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		log_warnx("%s: %s", sql, msg ? msg : sqlite3_errmsg(db));
-		sqlite3_free(msg);
-		return -1;
-	}
-	return 0;
-}
-
-/* ---- the worker --------------------------------------------------------- */
-
-/* Commits one transition; 1 if stale (nothing written), 0, or -1. */
-static int
-store_do_put(struct store *st, struct store_job *j)
-{
-	sqlite3 *db = st->db;
 	sqlite3_stmt *s;
 	char ce_id[C4D_EVENT_ID_MAX + 32];
-	int rc = -1, step;
+	int step;
 
-	if (store_exec(db, "BEGIN IMMEDIATE") < 0)
+	j->stale = 0;
+	if ((s = sqlq_stmt(q, store_sql_get_rev)) == NULL)
 		return -1;
-	s = st->s_get_rev;
 	sqlite3_bind_text(s, 1, j->id, -1, SQLITE_STATIC);
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW &&
 	    (uint64_t)sqlite3_column_int64(s, 0) >= j->revision) {
 		sqlite3_reset(s);
-		store_exec(db, "ROLLBACK");
-		return 1;
+		j->stale = 1;
+		return 0;
 	}
 	sqlite3_reset(s);
 	if (step != SQLITE_ROW && step != SQLITE_DONE)
-		goto out;
+		return -1;
 
-	s = st->s_upsert;
+	if ((s = sqlq_stmt(q, store_sql_upsert)) == NULL)
+		return -1;
 	sqlite3_bind_text(s, 1, j->id, -1, SQLITE_STATIC);
-	sqlite3_bind_int(s, 2, j->kind);
+	sqlite3_bind_int(s, 2, j->kind_ev);
 	sqlite3_bind_int(s, 3, j->state);
 	sqlite3_bind_int64(s, 4, (sqlite3_int64)j->revision);
 	sqlite3_bind_int64(s, 5, (sqlite3_int64)j->first_interval);
@@ -205,9 +205,10 @@ store_do_put(struct store *st, struct store_job *j)
 	step = sqlite3_step(s);
 	sqlite3_reset(s);
 	if (step != SQLITE_DONE)
-		goto out;
+		return -1;
 
-	s = st->s_history;
+	if ((s = sqlq_stmt(q, store_sql_history)) == NULL)
+		return -1;
 	sqlite3_bind_text(s, 1, j->id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, (sqlite3_int64)j->revision);
 	sqlite3_bind_int(s, 3, j->state);
@@ -216,11 +217,12 @@ store_do_put(struct store *st, struct store_job *j)
 	step = sqlite3_step(s);
 	sqlite3_reset(s);
 	if (step != SQLITE_DONE)
-		goto out;
+		return -1;
 
 	snprintf(ce_id, sizeof(ce_id), "%s/%llu", j->id,
 		 (unsigned long long)j->revision);
-	s = st->s_outbox;
+	if ((s = sqlq_stmt(q, store_sql_outbox)) == NULL)
+		return -1;
 	for (size_t i = 0; i < j->nwebhooks; i++) {
 		sqlite3_bind_text(s, 1, j->webhooks[i], -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 2, j->id, -1, SQLITE_STATIC);
@@ -231,26 +233,26 @@ store_do_put(struct store *st, struct store_job *j)
 		step = sqlite3_step(s);
 		sqlite3_reset(s);
 		if (step != SQLITE_DONE)
-			goto out;
+			return -1;
 	}
-	if (store_exec(db, "COMMIT") == 0)
-		rc = 0;
-out:
-	if (rc < 0) {
-		log_warnx("event %s revision %llu not stored: %s", j->id,
-			  (unsigned long long)j->revision, sqlite3_errmsg(db));
-		if (!sqlite3_get_autocommit(db))
-			store_exec(db, "ROLLBACK");
-	}
-	return rc;
+	return 0;
 }
 
-static int
-store_do_next(struct store *st, struct store_job *j)
+/* Reads the oldest undelivered row; a failure is j->rc, not the queue's. */
+static void
+store_do_next(struct sqlq *q, struct store_job *j)
 {
-	sqlite3_stmt *s = st->s_next;
-	int step, rc = 0;
+	sqlite3_stmt *s = sqlq_stmt(q, store_sql_next);
+	int step;
 
+	/* a transaction that is retried runs its read again */
+	free(j->row_ce_id);
+	free(j->row_payload);
+	j->row_ce_id = j->row_payload = NULL;
+	j->found = 0;
+	j->rc = -1;
+	if (s == NULL)
+		goto out;
 	sqlite3_bind_text(s, 1, j->webhook, -1, SQLITE_STATIC);
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW) {
@@ -262,47 +264,50 @@ store_do_next(struct store *st, struct store_job *j)
 		j->row.seq = (uint64_t)sqlite3_column_int64(s, 0);
 		j->row_ce_id = strdup(ce ? (const char *)ce : "");
 		j->row_payload = malloc((size_t)plen + 1);
-		if (j->row_ce_id == NULL || j->row_payload == NULL) {
-			rc = -1;
-		} else {
+		if (j->row_ce_id != NULL && j->row_payload != NULL) {
 			memcpy(j->row_payload, p ? (const char *)p : "",
 			       (size_t)plen);
 			j->row_payload[plen] = '\0';
+			j->rc = 0;
 		}
 		j->row.len = (size_t)plen;
 		j->row.attempts = (uint64_t)sqlite3_column_int64(s, 3);
 		j->row.created_ns = (uint64_t)sqlite3_column_int64(s, 4);
-	} else if (step != SQLITE_DONE) {
-		rc = -1;
+	} else if (step == SQLITE_DONE) {
+		j->rc = 0;
 	}
 	sqlite3_reset(s);
-	if (rc == 0) {
-		s = st->s_count;
+	if (j->rc == 0 && (s = sqlq_stmt(q, store_sql_count)) != NULL) {
 		sqlite3_bind_text(s, 1, j->webhook, -1, SQLITE_STATIC);
 		if (sqlite3_step(s) == SQLITE_ROW) {
 			j->pending = (uint64_t)sqlite3_column_int64(s, 0);
 			j->oldest_ns = (uint64_t)sqlite3_column_int64(s, 1);
 		} else {
-			rc = -1;
+			j->rc = -1;
 		}
 		sqlite3_reset(s);
+	} else {
+		j->rc = -1;
 	}
-	if (rc < 0)
+out:
+	if (j->rc < 0)
 		log_warnx("outbox of %s not read: %s", j->webhook,
-			  sqlite3_errmsg(st->db));
+			  sqlite3_errmsg(sqlq_db(q)));
 	j->row.ce_id = j->row_ce_id;
 	j->row.payload = j->row_payload;
-	return rc;
 }
 
 static int
-store_do_mark(struct store *st, struct store_job *j)
+store_do_mark(struct sqlq *q, struct store_job *j)
 {
 	sqlite3_stmt *s =
-		j->op == STORE_DELIVERED ? st->s_delivered : st->s_failed;
+		sqlq_stmt(q, j->kind == STORE_DELIVERED ? store_sql_delivered
+							: store_sql_failed);
 	int step;
 
-	if (j->op == STORE_DELIVERED) {
+	if (s == NULL)
+		return -1;
+	if (j->kind == STORE_DELIVERED) {
 		sqlite3_bind_int64(s, 1, (sqlite3_int64)store_wall_ns());
 		sqlite3_bind_int64(s, 2, (sqlite3_int64)j->seq);
 	} else {
@@ -313,162 +318,98 @@ store_do_mark(struct store *st, struct store_job *j)
 	sqlite3_reset(s);
 	if (step != SQLITE_DONE) {
 		log_warnx("outbox row %llu not updated: %s",
-			  (unsigned long long)j->seq, sqlite3_errmsg(st->db));
+			  (unsigned long long)j->seq,
+			  sqlite3_errmsg(sqlq_db(q)));
 		return -1;
 	}
 	return 0;
 }
 
 /*
- * Runs one job.  A write that fails (the disk is full, another process
- * holds the lock too long, an I/O error) is retried, with a backoff from
- * STORE_RETRY_MS doubling to STORE_RETRY_MAX_MS, until it succeeds or the
- * store is closing: later jobs wait behind it, so commits stay in order
- * and a transient failure loses nothing.  Meanwhile the store reports
- * itself unhealthy.  Reads fail at once; their callers retry.
+ * Runs one job in the queue's transaction.  A write that fails fails the
+ * transaction, which the queue retries (later jobs wait behind it, so
+ * commits stay in order and a transient failure loses nothing); a read
+ * fails at once and its caller retries.
  */
 static int
-store_run(struct store *st, struct store_job *j)
+store_run(struct sqlq *q, struct sqlq_op *op)
 {
-	int64_t wait_ms = STORE_RETRY_MS;
-	int rc;
+	struct store_job *j = (struct store_job *)op;
 
-	for (;;) {
-		struct timespec until;
-
-		switch (j->op) {
-		case STORE_PUT:
-			rc = store_do_put(st, j);
-			break;
-		case STORE_NEXT:
-			return store_do_next(st, j);
-		default:
-			rc = store_do_mark(st, j);
-			break;
-		}
-		if (rc >= 0)
-			return rc;
-		pthread_mutex_lock(&st->mu);
-		st->stats.errors++;
-		st->stats.healthy = 0;
-		if (st->stopping) {
-			pthread_mutex_unlock(&st->mu);
-			log_warnx("store closing: a failed write is given up");
-			return -1;
-		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += wait_ms / 1000;
-		until.tv_nsec += (wait_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		/* New jobs signal cv too: an early wake-up only retries. */
-		pthread_cond_timedwait(&st->cv, &st->mu, &until);
-		pthread_mutex_unlock(&st->mu);
-		wait_ms = wait_ms * 2 > STORE_RETRY_MAX_MS ? STORE_RETRY_MAX_MS
-							   : wait_ms * 2;
+	switch (j->kind) {
+	case STORE_PUT:
+		return store_do_put(q, j);
+	case STORE_NEXT:
+		store_do_next(q, j);
+		return 0;
+	default:
+		return store_do_mark(q, j);
 	}
-}
-
-static void *
-store_worker(void *arg)
-{
-	struct store *st = arg;
-	struct store_job *j;
-	char one = 1;
-
-	for (;;) {
-		int rc;
-
-		pthread_mutex_lock(&st->mu);
-		while (st->todo.head == NULL && !st->stopping)
-			pthread_cond_wait(&st->cv, &st->mu);
-		j = st->todo.head;
-		if (j == NULL) { /* stopping and drained */
-			pthread_mutex_unlock(&st->mu);
-			break;
-		}
-		pthread_mutex_unlock(&st->mu);
-
-		rc = store_run(st, j);
-		j->rc = rc < 0 ? -1 : 0;
-
-		pthread_mutex_lock(&st->mu);
-		st->todo.head = j->next;
-		if (st->todo.head == NULL)
-			st->todo.tail = NULL;
-		st->todo.n--;
-		if (rc < 0) { /* store_run() counted failed writes */
-			if (j->op == STORE_NEXT)
-				st->stats.errors++;
-			st->stats.healthy = 0;
-		} else if (j->op != STORE_NEXT) {
-			st->stats.healthy = 1;
-		}
-		if (j->op == STORE_PUT && rc == 0)
-			st->stats.puts++;
-		else if (j->op == STORE_PUT && rc == 1)
-			st->stats.stale++;
-		else if (j->op == STORE_DELIVERED && rc == 0)
-			st->stats.delivered++;
-		if (j->op == STORE_NEXT && j->cb != NULL) {
-			store_list_push(&st->done, j);
-			j = NULL;
-		}
-		pthread_mutex_unlock(&st->mu);
-		if (j == NULL) {
-			/* A full pipe already wakes the loop. */
-			if (write(st->pipe[1], &one, 1) < 0 && errno != EAGAIN)
-				log_warn("store wakeup");
-		}
-		store_job_free(j);
-	}
-	return NULL;
 }
 
 /* ---- the loop side ------------------------------------------------------ */
 
+/* On the loop once the job committed: counts it, calls a reader back. */
 static void
-store_done_cb(evutil_socket_t fd, short what, void *arg)
+store_done(struct sqlq_op *op)
 {
-	struct store *st = arg;
-	struct store_list l;
-	char buf[256];
+	struct store_job *j = (struct store_job *)op;
+	struct store *st = j->st;
 
-	(void)what;
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
-	pthread_mutex_lock(&st->mu);
-	l = st->done;
-	memset(&st->done, 0, sizeof(st->done));
-	pthread_mutex_unlock(&st->mu);
-	while (l.head != NULL) {
-		struct store_job *j = l.head;
-
-		l.head = j->next;
+	switch (j->kind) {
+	case STORE_PUT:
+		if (j->stale)
+			st->stats.stale++;
+		else
+			st->stats.puts++;
+		st->read_failed = 0;
+		break;
+	case STORE_DELIVERED:
+		st->stats.delivered++;
+		st->read_failed = 0;
+		break;
+	case STORE_FAILED:
+		st->read_failed = 0;
+		break;
+	case STORE_NEXT:
+		if (j->rc < 0) {
+			st->stats.errors++;
+			st->read_failed = 1;
+		}
+		*j->rprev = j->rnext;
+		if (j->rnext != NULL)
+			j->rnext->rprev = j->rprev;
 		if (j->cb != NULL)
 			j->cb(j->rc, j->found ? &j->row : NULL, j->pending,
 			      j->oldest_ns, j->arg);
-		store_job_free(j);
+		break;
 	}
 }
 
+/* A new job of kind for st, or NULL (no memory). */
+static struct store_job *
+store_job_new(struct store *st, enum store_op kind)
+{
+	struct store_job *j = calloc(1, sizeof(*j));
+
+	if (j == NULL)
+		return NULL;
+	j->op.run = store_run;
+	j->op.done = store_done;
+	j->op.free = store_job_free;
+	j->st = st;
+	j->kind = kind;
+	return j;
+}
+
+/* Queues j (the store's from here on): 0, or -1 if the queue is full. */
 static int
 store_queue(struct store *st, struct store_job *j)
 {
-	pthread_mutex_lock(&st->mu);
-	if (st->todo.n >= STORE_QUEUE_MAX || st->stopping) {
-		st->stats.errors++;
-		pthread_mutex_unlock(&st->mu);
-		log_warnx("store queue full: job dropped");
-		store_job_free(j);
+	if (sqlq_submit(st->q, &j->op) == 0) {
+		store_job_free(&j->op);
 		return -1;
 	}
-	j->queued_ms = store_now_ms();
-	store_list_push(&st->todo, j);
-	pthread_cond_signal(&st->cv);
-	pthread_mutex_unlock(&st->mu);
 	return 0;
 }
 
@@ -483,15 +424,14 @@ store_put_event(struct store *st, const C4__Event *ev, uint64_t at_ns,
 		const char *const *webhooks, size_t nwebhooks,
 		const char *payload, size_t len)
 {
-	struct store_job *j = calloc(1, sizeof(*j));
+	struct store_job *j = store_job_new(st, STORE_PUT);
 
 	if (j == NULL)
 		return -1;
-	j->op = STORE_PUT;
 	j->id = strdup(ev->id ? ev->id : "");
 	j->revision = ev->revision;
 	j->at_ns = at_ns;
-	j->kind = ev->kind;
+	j->kind_ev = ev->kind;
 	j->state = ev->state;
 	j->first_interval = ev->first_interval;
 	j->last_interval = ev->last_interval;
@@ -516,7 +456,7 @@ store_put_event(struct store *st, const C4__Event *ev, uint64_t at_ns,
 	}
 	return store_queue(st, j);
 fail:
-	store_job_free(j);
+	store_job_free(&j->op);
 	return -1;
 }
 
@@ -528,30 +468,36 @@ int
 store_outbox_next(struct store *st, const char *webhook, store_next_fn cb,
 		  void *arg)
 {
-	struct store_job *j = calloc(1, sizeof(*j));
+	struct store_job *j = store_job_new(st, STORE_NEXT);
 
 	if (j == NULL)
 		return -1;
-	j->op = STORE_NEXT;
 	j->webhook = strdup(webhook);
 	j->cb = cb;
 	j->arg = arg;
 	if (j->webhook == NULL) {
-		store_job_free(j);
+		store_job_free(&j->op);
 		return -1;
 	}
-	return store_queue(st, j);
+	/* its done callback runs on a later turn of the loop, not here */
+	if (store_queue(st, j) < 0)
+		return -1;
+	j->rprev = &st->readers;
+	j->rnext = st->readers;
+	if (j->rnext != NULL)
+		j->rnext->rprev = &j->rnext;
+	st->readers = j;
+	return 0;
 }
 
 /* Counts a failed attempt on row seq and notes when it is retried. */
 int
 store_outbox_failed(struct store *st, uint64_t seq, uint64_t next_ns)
 {
-	struct store_job *j = calloc(1, sizeof(*j));
+	struct store_job *j = store_job_new(st, STORE_FAILED);
 
 	if (j == NULL)
 		return -1;
-	j->op = STORE_FAILED;
 	j->seq = seq;
 	j->next_ns = next_ns;
 	return store_queue(st, j);
@@ -561,59 +507,52 @@ store_outbox_failed(struct store *st, uint64_t seq, uint64_t next_ns)
 int
 store_mark_delivered(struct store *st, uint64_t seq)
 {
-	struct store_job *j = calloc(1, sizeof(*j));
+	struct store_job *j = store_job_new(st, STORE_DELIVERED);
 
 	if (j == NULL)
 		return -1;
-	j->op = STORE_DELIVERED;
 	j->seq = seq;
 	return store_queue(st, j);
 }
 
+/* Drops every read callback registered with arg; on the loop. */
 void
 store_forget(struct store *st, void *arg)
 {
-	pthread_mutex_lock(&st->mu);
-	for (struct store_job *j = st->todo.head; j != NULL; j = j->next)
+	for (struct store_job *j = st->readers; j != NULL; j = j->rnext)
 		if (j->arg == arg)
 			j->cb = NULL;
-	for (struct store_job *j = st->done.head; j != NULL; j = j->next)
-		if (j->arg == arg)
-			j->cb = NULL;
-	pthread_mutex_unlock(&st->mu);
 }
 
+/*
+ * Copies the counters into out: the store's own, and the queue's failed
+ * attempts and refusals added to errors; healthy is 0 while a write keeps
+ * failing, after a failed read, or while the oldest job waits longer than
+ * STORE_STALL_MS.  Changes nothing.
+ */
 void
 store_get_stats(struct store *st, struct store_stats *out)
 {
-	pthread_mutex_lock(&st->mu);
+	struct sqlq_stats qs;
+
+	sqlq_get_stats(st->q, &qs);
 	*out = st->stats;
-	out->queued = st->todo.n;
-	out->stall_ms =
-		st->todo.head ? store_now_ms() - st->todo.head->queued_ms : 0;
-	pthread_mutex_unlock(&st->mu);
-	if (out->stall_ms > STORE_STALL_MS)
-		out->healthy = 0;
+	out->errors += qs.failures + qs.full;
+	out->queued = qs.pending;
+	out->stall_ms = qs.stall_ms;
+	out->healthy = qs.healthy && !st->read_failed &&
+		       out->stall_ms <= STORE_STALL_MS;
 }
 
 /* ---- opening and closing ------------------------------------------------ */
 
 static int
-store_prepare(struct store *st, sqlite3_stmt **s, const char *sql)
-{
-	return sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, s,
-				  NULL) == SQLITE_OK
-		       ? 0
-		       : -1;
-}
-
-static int
-store_check_schema(struct store *st, char *err, size_t errlen)
+store_check_schema(sqlite3 *db, struct sqlq *q, char *err, size_t errlen)
 {
 	sqlite3_stmt *s = NULL;
 	int version = -1, ok = 0;
 
-	if (sqlite3_prepare_v2(st->db, "PRAGMA quick_check", -1, &s, NULL) ==
+	if (sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &s, NULL) ==
 		    SQLITE_OK &&
 	    sqlite3_step(s) == SQLITE_ROW) {
 		const unsigned char *t = sqlite3_column_text(s, 0);
@@ -623,11 +562,11 @@ store_check_schema(struct store *st, char *err, size_t errlen)
 	sqlite3_finalize(s);
 	if (!ok) {
 		snprintf(err, errlen, "not a usable database (%s)",
-			 sqlite3_errmsg(st->db));
+			 sqlite3_errmsg(db));
 		return -1;
 	}
 	s = NULL;
-	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) ==
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) ==
 		    SQLITE_OK &&
 	    sqlite3_step(s) == SQLITE_ROW)
 		version = sqlite3_column_int(s, 0);
@@ -641,25 +580,25 @@ store_check_schema(struct store *st, char *err, size_t errlen)
 			 version, STORE_SCHEMA_VERSION);
 		return -1;
 	}
-	if (store_exec(st->db, "BEGIN IMMEDIATE") < 0)
+	if (sqlq_exec(q, "BEGIN IMMEDIATE") < 0)
 		goto fail;
-	if (store_exec(st->db, store_schema_sql) < 0)
+	if (sqlq_exec(q, store_schema_sql) < 0)
 		goto fail;
-	if (store_exec(st->db, "PRAGMA user_version = 1") < 0 ||
-	    store_exec(st->db, "COMMIT") < 0)
+	if (sqlq_exec(q, "PRAGMA user_version = 1") < 0 ||
+	    sqlq_exec(q, "COMMIT") < 0)
 		goto fail;
 	return 0;
 fail:
 	snprintf(err, errlen, "cannot create the schema: %s",
-		 sqlite3_errmsg(st->db));
-	if (!sqlite3_get_autocommit(st->db))
-		store_exec(st->db, "ROLLBACK");
+		 sqlite3_errmsg(db));
+	if (!sqlite3_get_autocommit(db))
+		sqlq_exec(q, "ROLLBACK");
 	return -1;
 }
 
 /* Hands every open event and the newest resolved ones to cb, oldest first. */
 static int
-store_load(struct store *st, size_t keep_resolved, store_event_fn cb, void *arg,
+store_load(sqlite3 *db, size_t keep_resolved, store_event_fn cb, void *arg,
 	   char *err, size_t errlen)
 {
 	static const char sql[] =
@@ -670,7 +609,7 @@ store_load(struct store *st, size_t keep_resolved, store_event_fn cb, void *arg,
 	sqlite3_stmt *s = NULL;
 	int step, rc = -1;
 
-	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
 		goto out;
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)keep_resolved);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
@@ -694,104 +633,69 @@ store_load(struct store *st, size_t keep_resolved, store_event_fn cb, void *arg,
 out:
 	if (rc < 0)
 		snprintf(err, errlen, "cannot read events: %s",
-			 sqlite3_errmsg(st->db));
+			 sqlite3_errmsg(db));
 	sqlite3_finalize(s);
 	return rc;
+}
+
+/* Prepares every statement now, so that a bad one fails the open. */
+static int
+store_prepare(struct sqlq *q)
+{
+	static const char *const all[] = {
+		store_sql_get_rev, store_sql_upsert,	store_sql_history,
+		store_sql_outbox,  store_sql_next,	store_sql_count,
+		store_sql_failed,  store_sql_delivered,
+	};
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (sqlq_stmt(q, all[i]) == NULL)
+			return -1;
+	return 0;
 }
 
 /*
  * Opens (creating if needed) the database at path, checks it, hands the
  * events to continue to cb (synchronously, before returning), and starts
- * the worker.  Runs before the loop; on error err says why and nothing is
- * left open.
+ * the queue's writer.  Runs before the loop; on error err says why and
+ * nothing is left open.  Every commit is durable against power loss
+ * (SQLQ_SYNC_FULL): the master has no setting for it.
  */
 int
 store_open(struct store **out, struct event_base *base, const char *path,
 	   size_t keep_resolved, store_event_fn cb, void *arg, char *err,
 	   size_t errlen)
 {
+	const struct sqlq_conf conf = {
+		.path = path,
+		.sync = SQLQ_SYNC_FULL,
+		.queue_max = STORE_QUEUE_MAX,
+		.busy_ms = STORE_BUSY_MS,
+		.retry_ms = STORE_RETRY_MS,
+		.retry_max_ms = STORE_RETRY_MAX_MS,
+	};
 	struct store *st = calloc(1, sizeof(*st));
+	sqlite3 *db;
 
 	*out = NULL;
 	if (st == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	st->pipe[0] = st->pipe[1] = -1;
-	pthread_mutex_init(&st->mu, NULL);
-	pthread_cond_init(&st->cv, NULL);
-	st->stats.healthy = 1;
-	if (sqlite3_open_v2(path, &st->db,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-				    SQLITE_OPEN_NOMUTEX,
-			    NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "%s: %s", path,
-			 st->db ? sqlite3_errmsg(st->db) : "out of memory");
+	st->q = sqlq_open(&conf, base, err, errlen);
+	if (st->q == NULL)
 		goto fail;
-	}
-	sqlite3_busy_timeout(st->db, STORE_BUSY_MS);
-	if (store_check_schema(st, err, errlen) < 0)
+	db = sqlq_db(st->q);
+	if (store_check_schema(db, st->q, err, errlen) < 0)
 		goto fail_path;
-	if (store_exec(st->db, "PRAGMA journal_mode = WAL") < 0 ||
-	    store_exec(st->db, "PRAGMA synchronous = FULL") < 0) {
-		snprintf(err, errlen, "cannot set WAL mode: %s",
-			 sqlite3_errmsg(st->db));
-		goto fail_path;
-	}
-	if (store_prepare(st, &st->s_get_rev,
-			  "SELECT revision FROM events WHERE id = ?1") < 0 ||
-	    store_prepare(
-		    st, &st->s_upsert,
-		    "INSERT INTO events (id, kind, state, revision,"
-		    " first_interval, last_interval, first_seen_ns,"
-		    " last_seen_ns, updated_ns, event) VALUES (?1, ?2, ?3, ?4,"
-		    " ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (id) DO UPDATE SET"
-		    " kind = ?2, state = ?3, revision = ?4, first_interval ="
-		    " ?5, last_interval = ?6, first_seen_ns = ?7,"
-		    " last_seen_ns = ?8, updated_ns = ?9, event = ?10") < 0 ||
-	    store_prepare(st, &st->s_history,
-			  "INSERT INTO event_history (id, revision, state,"
-			  " at_ns, event) VALUES (?1, ?2, ?3, ?4, ?5)") < 0 ||
-	    store_prepare(st, &st->s_outbox,
-			  "INSERT OR IGNORE INTO outbox (webhook, event_id,"
-			  " revision, ce_id, payload, created_ns) VALUES"
-			  " (?1, ?2, ?3, ?4, ?5, ?6)") < 0 ||
-	    store_prepare(st, &st->s_next,
-			  "SELECT seq, ce_id, payload, attempts, created_ns"
-			  " FROM outbox WHERE webhook = ?1 AND delivered_ns"
-			  " IS NULL ORDER BY seq LIMIT 1") < 0 ||
-	    store_prepare(st, &st->s_count,
-			  "SELECT count(*), ifnull(min(created_ns), 0) FROM"
-			  " outbox WHERE webhook = ?1 AND delivered_ns IS"
-			  " NULL") < 0 ||
-	    store_prepare(st, &st->s_failed,
-			  "UPDATE outbox SET attempts = attempts + 1,"
-			  " next_attempt_ns = ?1 WHERE seq = ?2") < 0 ||
-	    store_prepare(st, &st->s_delivered,
-			  "UPDATE outbox SET delivered_ns = ?1, attempts ="
-			  " attempts + 1 WHERE seq = ?2 AND delivered_ns IS"
-			  " NULL") < 0) {
+	if (store_prepare(st->q) < 0) {
 		snprintf(err, errlen, "cannot prepare statements: %s",
-			 sqlite3_errmsg(st->db));
+			 sqlite3_errmsg(db));
 		goto fail_path;
 	}
-	if (store_load(st, keep_resolved, cb, arg, err, errlen) < 0)
+	if (store_load(db, keep_resolved, cb, arg, err, errlen) < 0 ||
+	    sqlq_start(st->q, err, errlen) < 0)
 		goto fail_path;
-	if (pipe2(st->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		goto fail;
-	}
-	st->ev_done = event_new(base, st->pipe[0], EV_READ | EV_PERSIST,
-				store_done_cb, st);
-	if (st->ev_done == NULL || event_add(st->ev_done, NULL) < 0) {
-		snprintf(err, errlen, "cannot watch the store pipe");
-		goto fail;
-	}
-	if (pthread_create(&st->thread, NULL, store_worker, st) != 0) {
-		snprintf(err, errlen, "cannot start the store worker");
-		goto fail;
-	}
-	st->thread_started = 1;
 	*out = st;
 	return 0;
 fail_path : {
@@ -806,48 +710,14 @@ fail:
 }
 
 /*
- * Commits everything still queued, stops the worker and frees st.  Read
+ * Commits everything still queued, stops the writer and frees st.  Read
  * callbacks still pending are dropped without being called.
  */
 void
 store_close(struct store *st)
 {
-	struct store_job *j;
-
 	if (st == NULL)
 		return;
-	if (st->thread_started) {
-		pthread_mutex_lock(&st->mu);
-		st->stopping = 1;
-		pthread_cond_signal(&st->cv);
-		pthread_mutex_unlock(&st->mu);
-		pthread_join(st->thread, NULL);
-	}
-	while ((j = st->done.head) != NULL) {
-		st->done.head = j->next;
-		store_job_free(j);
-	}
-	while ((j = st->todo.head) != NULL) {
-		st->todo.head = j->next;
-		store_job_free(j);
-	}
-	if (st->ev_done != NULL)
-		event_free(st->ev_done);
-	if (st->pipe[0] >= 0)
-		close(st->pipe[0]);
-	if (st->pipe[1] >= 0)
-		close(st->pipe[1]);
-	sqlite3_finalize(st->s_get_rev);
-	sqlite3_finalize(st->s_upsert);
-	sqlite3_finalize(st->s_history);
-	sqlite3_finalize(st->s_outbox);
-	sqlite3_finalize(st->s_next);
-	sqlite3_finalize(st->s_count);
-	sqlite3_finalize(st->s_failed);
-	sqlite3_finalize(st->s_delivered);
-	if (st->db != NULL && sqlite3_close(st->db) != SQLITE_OK)
-		log_warnx("database not closed cleanly");
-	pthread_mutex_destroy(&st->mu);
-	pthread_cond_destroy(&st->cv);
+	sqlq_close(st->q);
 	free(st);
 }

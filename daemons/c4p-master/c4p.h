@@ -21,8 +21,8 @@
  *   hold.c      which session holds which request
  *   reply.c     sessions, messages deferred until a commit, assignments
  *     |
- *   store.c     the SQLite store: the loop's side (stage, hand-over)
- *   store_writer.c  its writer and checkpointer threads, the SQL
+ *   store.c     the SQLite store: its operations, queued to sqlq
+ *   store_writer.c  the SQL of every write (lib/daemon/sqlq.c writes)
  *   store_load.c    loading at start
  *
  * Durability rule: an answer that hands out (or moves) a port is sent only

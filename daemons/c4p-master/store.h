@@ -23,9 +23,9 @@ struct c4p_store;
 struct event_base;
 
 /*
- * Opens (creating) dir/c4p-master.db in WAL mode on the loop base;
+ * Opens (creating) dir/c4p-master.db and its tables on the loop base;
  * committed(seq, arg) runs on the loop after each commit.  NULL with err
- * on failure.  The threads start with store_load().
+ * on failure.  WAL mode and the threads start with store_load().
  */
 struct c4p_store *store_open(const char *dir, bool sync_full,
 			     struct event_base *base,
@@ -46,8 +46,9 @@ struct store_restore {
 
 /*
  * Loads everything into to (jobs, catalog entries, allocations, cable
- * health) before the loop runs, then starts the writer and checkpointer
- * threads; 0, or -1 with err.  Cables stored down are set down again in
+ * health) before the loop runs, then puts the file in WAL mode and starts
+ * the queue's writer and checkpointer threads (sqlq_start()); 0, or -1
+ * with err.  Cables stored down are set down again in
  * to->alloc, and any QP that moves is written back.
  */
 int store_load(struct c4p_store *s, const struct store_restore *to, char *err,

@@ -18,8 +18,9 @@ store_load_jobs(struct c4p_store *s, const struct store_restore *to, char *err,
 	sqlite3_stmt *st = NULL;
 	int rc = -1, r;
 
-	if (sqlite3_prepare_v2(s->db, "SELECT id, name FROM job ORDER BY id",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(sqlq_db(s->q),
+			       "SELECT id, name FROM job ORDER BY id", -1, &st,
+			       NULL) != SQLITE_OK)
 		goto out;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
@@ -36,7 +37,8 @@ store_load_jobs(struct c4p_store *s, const struct store_restore *to, char *err,
 		rc = 0;
 out:
 	if (rc < 0 && err[0] == '\0')
-		snprintf(err, errlen, "jobs: %s", sqlite3_errmsg(s->db));
+		snprintf(err, errlen, "jobs: %s",
+			 sqlite3_errmsg(sqlq_db(s->q)));
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -49,7 +51,7 @@ store_load_catalog(struct c4p_store *s, const struct store_restore *to,
 	struct catalog_rec *recs = NULL;
 	int rc = -1, r;
 
-	if (sqlite3_prepare_v2(s->db,
+	if (sqlite3_prepare_v2(sqlq_db(s->q),
 			       "SELECT sip, dip, side, recs FROM catalog", -1,
 			       &st, NULL) != SQLITE_OK)
 		goto out;
@@ -85,7 +87,8 @@ store_load_catalog(struct c4p_store *s, const struct store_restore *to,
 		rc = 0;
 out:
 	if (rc < 0 && err[0] == '\0')
-		snprintf(err, errlen, "catalog: %s", sqlite3_errmsg(s->db));
+		snprintf(err, errlen, "catalog: %s",
+			 sqlite3_errmsg(sqlq_db(s->q)));
 	free(recs);
 	sqlite3_finalize(st);
 	return rc;
@@ -100,7 +103,7 @@ store_load_reqs(struct c4p_store *s, const struct store_restore *to, char *err,
 	size_t n = 0, cap = 0;
 	int rc = -1, r;
 
-	if (sqlite3_prepare_v2(s->db,
+	if (sqlite3_prepare_v2(sqlq_db(s->q),
 			       "SELECT key, job, expires, nqp, qps FROM req",
 			       -1, &st, NULL) != SQLITE_OK)
 		goto out;
@@ -161,7 +164,8 @@ store_load_reqs(struct c4p_store *s, const struct store_restore *to, char *err,
 	log_info("restored %zu QPs", n);
 out:
 	if (rc < 0 && err[0] == '\0')
-		snprintf(err, errlen, "requests: %s", sqlite3_errmsg(s->db));
+		snprintf(err, errlen, "requests: %s",
+			 sqlite3_errmsg(sqlq_db(s->q)));
 	free(recs);
 	sqlite3_finalize(st);
 	return rc;
@@ -175,8 +179,9 @@ store_load_links(struct c4p_store *s, const struct store_restore *to, char *err,
 	sqlite3_stmt *st = NULL;
 	int rc = -1, r;
 
-	if (sqlite3_prepare_v2(s->db, "SELECT id FROM link WHERE up = 0", -1,
-			       &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(sqlq_db(s->q),
+			       "SELECT id FROM link WHERE up = 0", -1, &st,
+			       NULL) != SQLITE_OK)
 		goto out;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 		uint32_t id = (uint32_t)sqlite3_column_int64(st, 0);
@@ -196,7 +201,8 @@ store_load_links(struct c4p_store *s, const struct store_restore *to, char *err,
 		rc = 0;
 out:
 	if (rc < 0 && err[0] == '\0')
-		snprintf(err, errlen, "links: %s", sqlite3_errmsg(s->db));
+		snprintf(err, errlen, "links: %s",
+			 sqlite3_errmsg(sqlq_db(s->q)));
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -211,5 +217,5 @@ store_load(struct c4p_store *s, const struct store_restore *to, char *err,
 	    store_load_reqs(s, to, err, errlen) < 0 ||
 	    store_load_links(s, to, err, errlen) < 0)
 		return -1;
-	return store_writer_start(s, err, errlen);
+	return sqlq_start(s->q, err, errlen);
 }
