@@ -75,14 +75,9 @@ static uint8_t *
 agg_frame(C4__MsgType type, void *body, size_t *len)
 {
 	C4__Envelope env;
-	uint8_t *buf;
 
 	msg_init(&env, type, body);
-	*len = msg_frame_size(&env);
-	buf = malloc(*len);
-	if (buf != NULL)
-		msg_pack_frame(&env, buf);
-	return buf;
+	return msg_frame_new(&env, len);
 }
 
 struct agg *

@@ -111,18 +111,19 @@ static int
 up_write(struct up *u, C4__MsgType type, void *body)
 {
 	C4__Envelope env;
-	struct evbuffer_iovec iov;
-	struct evbuffer *out = bufferevent_get_output(u->bev);
+	uint8_t *buf;
 	size_t n;
+	int rc;
 
 	msg_init(&env, type, body);
 	env.has_seq = 1;
 	env.seq = ++u->seq;
-	n = msg_frame_size(&env);
-	if (evbuffer_reserve_space(out, (ev_ssize_t)n, &iov, 1) < 1)
+	buf = msg_frame_new(&env, &n);
+	if (buf == NULL)
 		return -1;
-	iov.iov_len = msg_pack_frame(&env, iov.iov_base);
-	return evbuffer_commit_space(out, &iov, 1);
+	rc = evbuffer_add(bufferevent_get_output(u->bev), buf, n);
+	free(buf);
+	return rc;
 }
 
 static void

@@ -88,18 +88,6 @@ batch_dur(struct batch_pool *pl, const struct sketch *s)
 	return d;
 }
 
-uint8_t *
-batch_pack(const C4__Envelope *env, size_t *len)
-{
-	uint8_t *buf;
-
-	*len = msg_frame_size(env);
-	buf = malloc(*len);
-	if (buf != NULL)
-		msg_pack_frame(env, buf);
-	return buf;
-}
-
 static void
 batch_colls(struct batch_pool *pl, C4__TelemetryBatch *b,
 	    const struct c4client_report *r)
@@ -299,7 +287,7 @@ batch_register(struct c4client *c, const struct c4client_reg *g, int destroyed,
 	msg_init(&env, C4__MSG_TYPE__MSG_COMM_REGISTER, &m);
 	env.has_seq = 1;
 	env.seq = ++c->seq;
-	buf = batch_pack(&env, len);
+	buf = msg_frame_new(&env, len);
 	free(rp);
 	return buf;
 }
@@ -330,7 +318,7 @@ batch_report(struct c4client *c, const struct c4client_report *r, size_t *len)
 		env.seq = ++c->seq;
 		b.interval_id = r->interval_id ? r->interval_id : ++c->interval;
 		pthread_mutex_unlock(&c->mu);
-		frame = batch_pack(&env, len);
+		frame = msg_frame_new(&env, len);
 	}
 	batch_pool_free(&pl);
 	return frame;

@@ -180,9 +180,10 @@ int
 srv_send(struct srv_conn *c, C4__MsgType type, void *body, uint64_t reply_to)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
-	struct evbuffer_iovec iov;
 	C4__Envelope env;
+	uint8_t *buf;
 	size_t n;
+	int rc;
 
 	if (c->state == SRV_CLOSING)
 		return -1;
@@ -193,8 +194,11 @@ srv_send(struct srv_conn *c, C4__MsgType type, void *body, uint64_t reply_to)
 		env.has_reply_to = 1;
 		env.reply_to = reply_to;
 	}
-	n = msg_frame_size(&env);
+	buf = msg_frame_new(&env, &n);
+	if (buf == NULL)
+		return -1;
 	if (evbuffer_get_length(out) + n > SRV_OUTBUF_MAX) {
+		free(buf);
 		c->srv->stats.outbuf_overflow++;
 		log_warnx("%s: peer is not reading its replies (%zu bytes "
 			  "queued); closing",
@@ -202,10 +206,10 @@ srv_send(struct srv_conn *c, C4__MsgType type, void *body, uint64_t reply_to)
 		srv_conn_close(c, "output overflow");
 		return -1;
 	}
-	if (evbuffer_reserve_space(out, (ev_ssize_t)n, &iov, 1) < 1)
+	rc = evbuffer_add(out, buf, n);
+	free(buf);
+	if (rc < 0)
 		return -1;
-	iov.iov_len = msg_pack_frame(&env, iov.iov_base);
-	evbuffer_commit_space(out, &iov, 1);
 	c->srv->stats.frames_out++;
 	c->srv->stats.bytes_out += n;
 	return 0;

@@ -71,13 +71,11 @@ cli_send(struct cli *c, C4__MsgType type, void *body, uint64_t *seq)
 	msg_init(&env, type, body);
 	env.has_seq = 1;
 	env.seq = ++c->seq;
-	n = msg_frame_size(&env);
-	buf = malloc(n);
+	buf = msg_frame_new(&env, &n);
 	if (buf == NULL) {
 		errbuf_set(c->err, sizeof(c->err), "out of memory");
 		return -1;
 	}
-	msg_pack_frame(&env, buf);
 	rc = cli_send_raw(c, buf, n);
 	free(buf);
 	if (seq != NULL)

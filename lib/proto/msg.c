@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define R(x)	 MSG_ROLE_BIT(C4__ROLE__ROLE_##x)
@@ -674,6 +675,18 @@ msg_pack_frame(const C4__Envelope *env, uint8_t *out)
 
 	frame_put_header(out, (uint32_t)n);
 	return FRAME_HDR_LEN + n;
+}
+
+uint8_t *
+msg_frame_new(const C4__Envelope *env, size_t *len)
+{
+	uint8_t *buf;
+
+	*len = msg_frame_size(env);
+	buf = malloc(*len);
+	if (buf != NULL)
+		msg_pack_frame(env, buf);
+	return buf;
 }
 
 C4__Envelope *

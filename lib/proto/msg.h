@@ -61,6 +61,12 @@ void *msg_body(const C4__Envelope *env);
 size_t msg_frame_size(const C4__Envelope *env);
 /* Writes header + envelope into out (msg_frame_size() bytes). */
 size_t msg_pack_frame(const C4__Envelope *env, uint8_t *out);
+/*
+ * Packs env into a newly allocated frame (header included) and sets *len
+ * to its size.  Returns the frame, which the caller frees, or NULL when
+ * out of memory (*len is then unspecified).  Does not change env.
+ */
+uint8_t *msg_frame_new(const C4__Envelope *env, size_t *len);
 
 /*
  * Decodes and validates one frame body.  Returns the envelope (free with
