@@ -37,7 +37,7 @@ enum webhook_phase {
 };
 
 struct webhook {
-	struct webhooks *set;
+	struct webhook_set *set;
 	char *name;
 	int64_t timeout, max_backoff; /* ms */
 	char *token;
@@ -58,7 +58,7 @@ struct webhook {
 	uint64_t oldest_ns;
 };
 
-struct webhooks {
+struct webhook_set {
 	struct event_base *base;
 	struct evdns_base *dns;
 	struct store *store;
@@ -455,11 +455,11 @@ webhook_read_token(const char *path, char *err, size_t errlen)
  * filled.
  */
 int
-webhooks_new(struct webhooks **out, struct event_base *base, struct store *st,
-	     const char *job, const struct cfg_list *confs, char *err,
-	     size_t errlen)
+webhook_new(struct webhook_set **out, struct event_base *base, struct store *st,
+	    const char *job, const struct cfg_list *confs, char *err,
+	    size_t errlen)
 {
-	struct webhooks *s = calloc(1, sizeof(*s));
+	struct webhook_set *s = calloc(1, sizeof(*s));
 	const struct webhook_conf *cv = confs->items;
 
 	(void)job;
@@ -515,19 +515,19 @@ webhooks_new(struct webhooks **out, struct event_base *base, struct store *st,
 nomem:
 	snprintf(err, errlen, "out of memory");
 fail:
-	webhooks_free(s);
+	webhook_free(s);
 	return -1;
 }
 
 const char *const *
-webhooks_names(const struct webhooks *s, size_t *n)
+webhook_names(const struct webhook_set *s, size_t *n)
 {
 	*n = s->n;
 	return s->names;
 }
 
 void
-webhooks_kick(struct webhooks *s)
+webhook_kick(struct webhook_set *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		struct webhook *w = &s->v[i];
@@ -540,14 +540,14 @@ webhooks_kick(struct webhooks *s)
 }
 
 size_t
-webhooks_count(const struct webhooks *s)
+webhook_count(const struct webhook_set *s)
 {
 	return s->n;
 }
 
 void
-webhooks_get_stats(const struct webhooks *s, size_t i,
-		   struct webhook_stats *out)
+webhook_get_stats(const struct webhook_set *s, size_t i,
+		  struct webhook_stats *out)
 {
 	const struct webhook *w = &s->v[i];
 
@@ -566,7 +566,7 @@ webhooks_get_stats(const struct webhooks *s, size_t i,
  * undelivered and go out again after the next start).
  */
 void
-webhooks_free(struct webhooks *s)
+webhook_free(struct webhook_set *s)
 {
 	if (s == NULL)
 		return;
