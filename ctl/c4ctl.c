@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "c4_build.h"
 #include "cfg.h"
 #include "cli.h"
@@ -89,10 +90,7 @@ c4ctl_read_token(const char *path)
 static double
 c4ctl_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	return (double)clock_ns(CLOCK_MONOTONIC) / 1e6;
 }
 
 static int
@@ -266,16 +264,13 @@ c4ctl_status(struct ctl *c)
 static int
 c4ctl_parse_since(const char *s, uint64_t *out)
 {
-	struct timespec now;
+	uint64_t t = clock_ns(CLOCK_REALTIME);
 	struct tm tm;
 	int64_t ms;
 	char *end;
 
-	clock_gettime(CLOCK_REALTIME, &now);
 	if (cfg_parse_duration_ms(s, &ms) == 0) {
 		uint64_t back = (uint64_t)ms * 1000000u;
-		uint64_t t = (uint64_t)now.tv_sec * 1000000000u +
-			     (uint64_t)now.tv_nsec;
 
 		*out = back < t ? t - back : 0;
 		return 0;

@@ -6,6 +6,7 @@
  * No I/O and no event loop here, so that the merge logic has unit tests of
  * its own.
  */
+#include "clock.h"
 #include "agent.h"
 
 #include <stdlib.h>
@@ -37,15 +38,6 @@ struct agg {
 	uint64_t dropped; /* to report in the next batch */
 	struct agg_stats st;
 };
-
-static uint64_t
-agg_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* A deep copy of any message (pack, then unpack). */
 static void *
@@ -376,7 +368,8 @@ agg_rank_advance(struct agg *a, uint64_t comm, uint32_t rank, uint64_t entered,
 			r->entered = entered;
 		if (completed > r->completed)
 			r->completed = completed;
-		r->change_ns = change_ns ? change_ns : agg_mono_ns();
+		r->change_ns =
+			change_ns ? change_ns : clock_ns(CLOCK_MONOTONIC);
 	}
 }
 

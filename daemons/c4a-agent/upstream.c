@@ -7,6 +7,7 @@
  */
 #define LOG_SUBSYS "upstream"
 
+#include "clock.h"
 #include "agent.h"
 
 #include <stdlib.h>
@@ -118,9 +119,7 @@ upstream_write(struct upstream *u, C4__MsgType type, void *body)
 	size_t n;
 	int rc;
 
-	msg_init(&env, type, body);
-	env.has_seq = 1;
-	env.seq = ++u->seq;
+	msg_init_seq(&env, type, body, ++u->seq);
 	buf = msg_frame_new(&env, &n);
 	if (buf == NULL)
 		return -1;
@@ -186,13 +185,11 @@ upstream_hb_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct upstream *u = arg;
 	C4__Heartbeat hb = C4__HEARTBEAT__INIT;
-	struct timespec ts;
 
 	(void)fd;
 	(void)what;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	hb.has_sent_ns = 1;
-	hb.sent_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	hb.sent_ns = clock_ns(CLOCK_MONOTONIC);
 	if (u->state == UPSTREAM_READY)
 		upstream_write(u, C4__MSG_TYPE__MSG_HEARTBEAT, &hb);
 }

@@ -19,6 +19,7 @@
 
 #include <event2/buffer.h>
 
+#include "clock.h"
 #include "log.h"
 #include "master.h"
 
@@ -40,15 +41,6 @@ struct c4d {
 	uint64_t last_ns;
 	struct c4d_stats stats;
 };
-
-static uint64_t
-c4d_wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static C4__Event *
 c4d_copy(const C4__Event *ev)
@@ -189,7 +181,7 @@ c4d_publish(struct c4d *m, const C4__Event *in)
 {
 	struct c4d_entry *prev;
 	C4__Event ev;
-	uint64_t now = c4d_wall_ns();
+	uint64_t now = clock_ns(CLOCK_REALTIME);
 	const char *const *names;
 	size_t nnames, len;
 	char *payload;

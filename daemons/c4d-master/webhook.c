@@ -25,6 +25,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "clock.h"
 #include "json.h"
 #include "log.h"
 #include "master.h"
@@ -237,15 +238,6 @@ webhook_later(struct webhook *w)
 	evtimer_add(w->timer, &tv);
 }
 
-static uint64_t
-webhook_wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void
 webhook_drop_row(struct webhook *w)
 {
@@ -275,7 +267,8 @@ webhook_retry(struct webhook *w, const char *why)
 	log_warnx("%s: %s not delivered (%s); retry in %lld ms", w->name,
 		  w->ce_id, why, (long long)delay);
 	store_outbox_failed(w->set->store, w->seq,
-			    webhook_wall_ns() + (uint64_t)delay * 1000000u);
+			    clock_ns(CLOCK_REALTIME) +
+				    (uint64_t)delay * 1000000u);
 	w->phase = WH_WAITING;
 	tv.tv_sec = delay / 1000;
 	tv.tv_usec = (delay % 1000) * 1000;
@@ -554,7 +547,7 @@ webhook_get_stats(const struct webhook_set *s, size_t i,
 	*out = w->stats;
 	out->oldest_age_ms = 0;
 	if (w->oldest_ns != 0) {
-		uint64_t now = webhook_wall_ns();
+		uint64_t now = clock_ns(CLOCK_REALTIME);
 
 		if (now > w->oldest_ns)
 			out->oldest_age_ms = (now - w->oldest_ns) / 1000000u;

@@ -284,9 +284,7 @@ batch_register(struct c4client *c, const struct c4client_reg *g, int destroyed,
 		m.ranks = rp;
 		m.n_ranks = g->n;
 	}
-	msg_init(&env, C4__MSG_TYPE__MSG_COMM_REGISTER, &m);
-	env.has_seq = 1;
-	env.seq = ++c->seq;
+	msg_init_seq(&env, C4__MSG_TYPE__MSG_COMM_REGISTER, &m, ++c->seq);
 	buf = msg_frame_new(&env, len);
 	free(rp);
 	return buf;
@@ -312,10 +310,8 @@ batch_report(struct c4client *c, const struct c4client_report *r, size_t *len)
 	batch_waits(&pl, &b, r);
 	batch_progress(&pl, &b, r);
 	if (!pl.failed) {
-		msg_init(&env, C4__MSG_TYPE__MSG_TELEMETRY, &b);
 		pthread_mutex_lock(&c->mu);
-		env.has_seq = 1;
-		env.seq = ++c->seq;
+		msg_init_seq(&env, C4__MSG_TYPE__MSG_TELEMETRY, &b, ++c->seq);
 		b.interval_id = r->interval_id ? r->interval_id : ++c->interval;
 		pthread_mutex_unlock(&c->mu);
 		frame = msg_frame_new(&env, len);

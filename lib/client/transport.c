@@ -65,10 +65,8 @@ transport_send_msg(struct c4client *c, C4__MsgType type, void *body)
 	size_t len;
 	int rc;
 
-	msg_init(&env, type, body);
 	pthread_mutex_lock(&c->mu);
-	env.has_seq = 1;
-	env.seq = ++c->seq;
+	msg_init_seq(&env, type, body, ++c->seq);
 	pthread_mutex_unlock(&c->mu);
 	buf = msg_frame_new(&env, &len);
 	if (buf == NULL)

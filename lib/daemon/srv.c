@@ -3,6 +3,7 @@
  */
 #define LOG_SUBSYS "srv"
 
+#include "clock.h"
 #include "srv.h"
 
 #include <errno.h>
@@ -118,15 +119,6 @@ srv_pb_free(void *data, void *p)
 }
 static void srv_read_cb(struct bufferevent *bev, void *arg);
 
-static uint64_t
-srv_now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 struct srv *
 srv_new(struct event_base *base, const struct srv_params *p,
 	const struct srv_ops *ops, void *arg)
@@ -148,7 +140,7 @@ srv_new(struct event_base *base, const struct srv_params *p,
 	s->pb_alloc.free = srv_pb_free;
 	s->pb_alloc.allocator_data = &s->decode;
 	/* Session ids differ across restarts: start from the clock. */
-	s->next_session = srv_now_ns(CLOCK_REALTIME) << 8;
+	s->next_session = clock_ns(CLOCK_REALTIME) << 8;
 	clock_gettime(CLOCK_MONOTONIC, &s->started);
 	return s;
 }
@@ -187,9 +179,7 @@ srv_send(struct srv_conn *c, C4__MsgType type, void *body, uint64_t reply_to)
 
 	if (c->state == SRV_CLOSING)
 		return -1;
-	msg_init(&env, type, body);
-	env.has_seq = 1;
-	env.seq = ++c->seq;
+	msg_init_seq(&env, type, body, ++c->seq);
 	if (reply_to != 0) {
 		env.has_reply_to = 1;
 		env.reply_to = reply_to;
@@ -444,7 +434,7 @@ srv_handle_hello(struct srv_conn *c, const C4__Envelope *env,
 	r.has_max_frame = 1;
 	r.max_frame = (uint32_t)s->p.conf->max_frame;
 	r.has_server_time_ns = 1;
-	r.server_time_ns = srv_now_ns(CLOCK_REALTIME);
+	r.server_time_ns = clock_ns(CLOCK_REALTIME);
 	r.job_id = (char *)s->p.job_id;
 	r.has_version = 1;
 	r.version = C4_PROTO_VERSION;

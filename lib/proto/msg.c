@@ -662,6 +662,14 @@ msg_body(const C4__Envelope *env)
 	return body;
 }
 
+void
+msg_init_seq(C4__Envelope *env, C4__MsgType type, void *body, uint64_t seq)
+{
+	msg_init(env, type, body);
+	env->has_seq = 1;
+	env->seq = seq;
+}
+
 size_t
 msg_frame_size(const C4__Envelope *env)
 {

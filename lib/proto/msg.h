@@ -54,6 +54,12 @@ int msg_role_parse(const char *name, C4__Role *out);
  * given type.  body must point at the protobuf-c struct of that type.
  */
 void msg_init(C4__Envelope *env, C4__MsgType type, void *body);
+/*
+ * msg_init() with the envelope's sequence number set to seq.  env points
+ * at body afterwards, as with msg_init().
+ */
+void msg_init_seq(C4__Envelope *env, C4__MsgType type, void *body,
+		  uint64_t seq);
 /* The body of env, whatever its type. */
 void *msg_body(const C4__Envelope *env);
 
