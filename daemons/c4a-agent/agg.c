@@ -39,23 +39,6 @@ struct agg {
 	struct agg_stats st;
 };
 
-/* A deep copy of any message (pack, then unpack). */
-static void *
-agg_copy(const void *msg)
-{
-	const ProtobufCMessage *m = msg;
-	size_t n = protobuf_c_message_get_packed_size(m);
-	uint8_t *buf = malloc(n ? n : 1);
-	void *r;
-
-	if (buf == NULL)
-		return NULL;
-	protobuf_c_message_pack(m, buf);
-	r = protobuf_c_message_unpack(m->descriptor, NULL, n, buf);
-	free(buf);
-	return r;
-}
-
 static void
 agg_msg_free(void *msg)
 {
@@ -225,7 +208,7 @@ agg_merge_ranks(C4__CommRegister *cur, const C4__CommRegister *in, int *changed)
 				break;
 		if (k < cur->n_ranks && agg_rank_equal(cur->ranks[k], r))
 			continue;
-		cp = agg_copy(r);
+		cp = msg_copy(r);
 		if (cp == NULL)
 			return -1;
 		if (k == cur->n_ranks) {
@@ -289,7 +272,7 @@ agg_register(struct agg *a, const C4__CommRegister *m, uint8_t **frame,
 		a->comms = v;
 		g = &v[a->ncomms];
 		g->hash = m->comm_hash;
-		g->m = agg_copy(m);
+		g->m = msg_copy(m);
 		if (g->m == NULL || agg_set_job(g->m, a->job) < 0) {
 			agg_msg_free(g->m);
 			return -1;
@@ -397,7 +380,7 @@ agg_add(struct agg *a, const C4__TelemetryBatch *b)
 		a->held = v;
 		a->capheld = cap;
 	}
-	cp = agg_copy(b);
+	cp = msg_copy(b);
 	if (cp == NULL)
 		goto refuse;
 	a->held[a->nheld++] = cp;

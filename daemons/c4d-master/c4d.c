@@ -42,21 +42,6 @@ struct c4d {
 	struct c4d_stats stats;
 };
 
-static C4__Event *
-c4d_copy(const C4__Event *ev)
-{
-	size_t n = c4__event__get_packed_size(ev);
-	uint8_t *buf = malloc(n ? n : 1);
-	C4__Event *copy;
-
-	if (buf == NULL)
-		return NULL;
-	c4__event__pack(ev, buf);
-	copy = c4__event__unpack(NULL, n, buf);
-	free(buf);
-	return copy;
-}
-
 static struct c4d_entry *
 c4d_lookup(const struct c4d *m, const char *id)
 {
@@ -122,7 +107,7 @@ static int
 c4d_remember(struct c4d *m, const C4__Event *ev, uint64_t updated_ns)
 {
 	struct c4d_entry *e = c4d_lookup(m, ev->id);
-	C4__Event *copy = c4d_copy(ev);
+	C4__Event *copy = msg_copy(ev);
 
 	if (copy == NULL)
 		return -1;

@@ -697,6 +697,22 @@ msg_frame_new(const C4__Envelope *env, size_t *len)
 	return buf;
 }
 
+void *
+msg_copy(const void *msg)
+{
+	const ProtobufCMessage *m = msg;
+	size_t n = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(n ? n : 1);
+	void *r;
+
+	if (buf == NULL)
+		return NULL;
+	protobuf_c_message_pack(m, buf);
+	r = protobuf_c_message_unpack(m->descriptor, NULL, n, buf);
+	free(buf);
+	return r;
+}
+
 C4__Envelope *
 msg_unpack(const uint8_t *body, size_t len, struct msg_err *err)
 {

@@ -73,6 +73,13 @@ size_t msg_pack_frame(const C4__Envelope *env, uint8_t *out);
  * out of memory (*len is then unspecified).  Does not change env.
  */
 uint8_t *msg_frame_new(const C4__Envelope *env, size_t *len);
+/*
+ * A deep copy of msg, any protobuf-c message (packed, then unpacked).
+ * Returns the copy, which the caller frees with
+ * protobuf_c_message_free_unpacked(copy, NULL), or NULL when out of
+ * memory.  Does not change msg.
+ */
+void *msg_copy(const void *msg);
 
 /*
  * Decodes and validates one frame body.  Returns the envelope (free with
