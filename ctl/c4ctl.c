@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "c4_build.h"
 #include "cfg.h"
 #include "cli.h"
@@ -23,8 +24,6 @@
 #include "json.h"
 #include "msg.h"
 
-#include "ctl.h"
-
 #define CTL_DEFAULT_SERVER "127.0.0.1:7410"
 #define CTL_TOKEN_FILE	   C4_SYSCONFDIR "/ctl.token"
 #define CTL_PING_MAX	   100000
@@ -32,7 +31,7 @@
 #define CTL_SUSPECTS_MAX   200	/* characters of the SUSPECTS column */
 
 static void
-ctl_usage(FILE *fp)
+c4ctl_usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: c4ctl [-s HOST:PORT] [-t TOKEN | -T FILE] [-o "
@@ -72,7 +71,7 @@ ctl_usage(FILE *fp)
 }
 
 static char *
-ctl_read_token(const char *path)
+c4ctl_read_token(const char *path)
 {
 	char line[1100];
 	FILE *fp = fopen(path, "re");
@@ -89,31 +88,13 @@ ctl_read_token(const char *path)
 }
 
 static double
-ctl_now_ms(void)
+c4ctl_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-int
-ctl_connect(struct ctl *c)
-{
-	struct cli_hello h = {C4__ROLE__ROLE_CTL, c->token, NULL, NULL};
-	char host[256];
-
-	if (gethostname(host, sizeof(host) - 1) == 0)
-		h.node_name = host;
-	if (cli_connect(&c->cli, c->server, &h, c->timeout_ms) < 0) {
-		fprintf(stderr, "c4ctl: %s: %s\n", c->server, c->cli.err);
-		return -1;
-	}
-	return 0;
+	return (double)clock_ns(CLOCK_MONOTONIC) / 1e6;
 }
 
 static int
-ctl_ping(struct ctl *c, int argc, char **argv)
+c4ctl_ping(struct ctl *c, int argc, char **argv)
 {
 	double t0, connect_ms, min = INFINITY, max = 0, sum = 0, *rtt;
 	const C4__HelloReply *hr;
@@ -126,7 +107,7 @@ ctl_ping(struct ctl *c, int argc, char **argv)
 		char *end;
 
 		if (ch != 'c') {
-			ctl_usage(stderr);
+			c4ctl_usage(stderr);
 			return 2;
 		}
 		count = strtol(optarg, &end, 10);
@@ -141,10 +122,10 @@ ctl_ping(struct ctl *c, int argc, char **argv)
 			argv[optind]);
 		return 2;
 	}
-	t0 = ctl_now_ms();
+	t0 = c4ctl_now_ms();
 	if (ctl_connect(c) < 0)
 		return 1;
-	connect_ms = ctl_now_ms() - t0;
+	connect_ms = c4ctl_now_ms() - t0;
 	hr = c->cli.hello;
 	rtt = calloc((size_t)count, sizeof(*rtt));
 	if (rtt == NULL)
@@ -160,7 +141,7 @@ ctl_ping(struct ctl *c, int argc, char **argv)
 	for (long i = 0; i < count; i++) {
 		C4__Heartbeat hb = C4__HEARTBEAT__INIT;
 		C4__Envelope *env;
-		double start = ctl_now_ms();
+		double start = c4ctl_now_ms();
 
 		hb.has_nonce = 1;
 		hb.nonce = (uint64_t)i + 1;
@@ -170,7 +151,7 @@ ctl_ping(struct ctl *c, int argc, char **argv)
 				c->cli.err);
 			continue;
 		}
-		rtt[ok] = ctl_now_ms() - start;
+		rtt[ok] = c4ctl_now_ms() - start;
 		if (env->type != C4__MSG_TYPE__MSG_HEARTBEAT ||
 		    !env->heartbeat->echo ||
 		    env->heartbeat->nonce != hb.nonce) {
@@ -225,42 +206,8 @@ ctl_ping(struct ctl *c, int argc, char **argv)
 	return ok == count ? 0 : 1;
 }
 
-C4__Envelope *
-ctl_admin_req(struct ctl *c, C4__AdminRequest *req, const char *what)
-{
-	C4__Envelope *env;
-
-	if (ctl_connect(c) < 0)
-		return NULL;
-	req->has_op = 1;
-	env = cli_call(&c->cli, C4__MSG_TYPE__MSG_ADMIN_REQUEST, req);
-	if (env == NULL || env->type != C4__MSG_TYPE__MSG_ADMIN_REPLY) {
-		fprintf(stderr, "c4ctl: %s: %s\n", what,
-			env ? "unexpected answer" : c->cli.err);
-		msg_free(env);
-		cli_close(&c->cli);
-		return NULL;
-	}
-	return env;
-}
-
-C4__Envelope *
-ctl_admin(struct ctl *c, C4__AdminOp op, uint64_t comm)
-{
-	C4__AdminRequest req = C4__ADMIN_REQUEST__INIT;
-	const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
-		&c4__admin_op__descriptor, op);
-
-	req.op = op;
-	if (comm != 0) {
-		req.has_comm_hash = 1;
-		req.comm_hash = comm;
-	}
-	return ctl_admin_req(c, &req, v ? v->name : "admin");
-}
-
 static int
-ctl_status(struct ctl *c)
+c4ctl_status(struct ctl *c)
 {
 	const C4__AdminReply *r;
 	C4__Envelope *env;
@@ -315,18 +262,15 @@ ctl_status(struct ctl *c)
  * or an RFC 3339 UTC time ("2026-11-21T05:00:00Z").  0 or -1.
  */
 static int
-ctl_parse_since(const char *s, uint64_t *out)
+c4ctl_parse_since(const char *s, uint64_t *out)
 {
-	struct timespec now;
+	uint64_t t = clock_ns(CLOCK_REALTIME);
 	struct tm tm;
 	int64_t ms;
 	char *end;
 
-	clock_gettime(CLOCK_REALTIME, &now);
 	if (cfg_parse_duration_ms(s, &ms) == 0) {
 		uint64_t back = (uint64_t)ms * 1000000u;
-		uint64_t t = (uint64_t)now.tv_sec * 1000000000u +
-			     (uint64_t)now.tv_nsec;
 
 		*out = back < t ? t - back : 0;
 		return 0;
@@ -344,7 +288,7 @@ ctl_parse_since(const char *s, uint64_t *out)
 }
 
 static void
-ctl_event_row(const C4__Event *ev)
+c4ctl_event_row(const C4__Event *ev)
 {
 	char when[32], sus[CTL_SUSPECTS_MAX + 1] = "";
 	time_t secs = (time_t)(ev->last_seen_ns / 1000000000u);
@@ -386,7 +330,7 @@ ctl_event_row(const C4__Event *ev)
  * answer ended, until interrupted or the connection fails.
  */
 static int
-ctl_events(struct ctl *c, int argc, char **argv)
+c4ctl_events(struct ctl *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"since", required_argument, NULL, 's'},
@@ -398,7 +342,7 @@ ctl_events(struct ctl *c, int argc, char **argv)
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "s:f", opts, NULL)) != -1) {
 		if (ch == 's') {
-			if (ctl_parse_since(optarg, &since) < 0) {
+			if (c4ctl_parse_since(optarg, &since) < 0) {
 				fprintf(stderr,
 					"c4ctl: events --since takes a "
 					"duration (10m), nanoseconds or "
@@ -408,7 +352,7 @@ ctl_events(struct ctl *c, int argc, char **argv)
 		} else if (ch == 'f') {
 			follow = 1;
 		} else {
-			ctl_usage(stderr);
+			c4ctl_usage(stderr);
 			return 2;
 		}
 	}
@@ -456,7 +400,7 @@ ctl_events(struct ctl *c, int argc, char **argv)
 				evjson_write(&j, r->events[i]);
 				json_end(&j);
 			} else {
-				ctl_event_row(r->events[i]);
+				c4ctl_event_row(r->events[i]);
 			}
 		}
 		fflush(stdout);
@@ -501,7 +445,7 @@ main(int argc, char **argv)
 			break;
 		case 'T':
 			free(owned);
-			owned = ctl_read_token(optarg);
+			owned = c4ctl_read_token(optarg);
 			if (owned == NULL) {
 				fprintf(stderr, "c4ctl: %s: %s\n", optarg,
 					strerror(errno ? errno : EINVAL));
@@ -537,44 +481,44 @@ main(int argc, char **argv)
 			       C4_PROTO_VERSION);
 			return 0;
 		case 'h':
-			ctl_usage(stdout);
+			c4ctl_usage(stdout);
 			return 0;
 		default:
-			ctl_usage(stderr);
+			c4ctl_usage(stderr);
 			return 2;
 		}
 	}
 	if (optind >= argc) {
-		ctl_usage(stderr);
+		c4ctl_usage(stderr);
 		return 2;
 	}
 	if (c.token == NULL)
 		c.token = getenv("C4_TOKEN");
 	if (c.token == NULL)
-		c.token = owned = ctl_read_token(CTL_TOKEN_FILE);
+		c.token = owned = c4ctl_read_token(CTL_TOKEN_FILE);
 	cmd = argv[optind];
 	argc -= optind;
 	argv += optind;
 	if (strcmp(cmd, "ping") == 0) {
-		rc = ctl_ping(&c, argc, argv);
+		rc = c4ctl_ping(&c, argc, argv);
 	} else if (strcmp(cmd, "jobs") == 0) {
-		rc = ctl_jobs(&c, argc, argv);
+		rc = view_c4d_jobs(&c, argc, argv);
 	} else if (strcmp(cmd, "ranks") == 0) {
-		rc = ctl_ranks(&c, argc, argv);
+		rc = view_c4d_ranks(&c, argc, argv);
 	} else if (strcmp(cmd, "matrix") == 0) {
-		rc = ctl_matrix(&c, argc, argv);
+		rc = view_c4d_matrix(&c, argc, argv);
 	} else if (strcmp(cmd, "events") == 0) {
-		rc = ctl_events(&c, argc, argv);
+		rc = c4ctl_events(&c, argc, argv);
 	} else if (strcmp(cmd, "status") == 0 && argc == 1) {
-		rc = ctl_status(&c);
+		rc = c4ctl_status(&c);
 	} else if (strcmp(cmd, "paths") == 0 || strcmp(cmd, "links") == 0 ||
 		   strcmp(cmd, "link") == 0 || strcmp(cmd, "alloc") == 0 ||
 		   strcmp(cmd, "fabric") == 0 || strcmp(cmd, "probe") == 0) {
-		rc = ctl_c4p(&c, cmd, argc, argv);
+		rc = view_c4p_run(&c, cmd, argc, argv);
 	} else {
 		fprintf(stderr, "c4ctl: unknown command or arguments: %s\n",
 			cmd);
-		ctl_usage(stderr);
+		c4ctl_usage(stderr);
 		rc = 2;
 	}
 	free(owned);

@@ -1,6 +1,6 @@
 /*
  * ctl.h - what c4ctl's command files share: the options and session
- * (c4ctl.c), the C4D views (view_c4d.c) and the C4P commands (ctl_c4p.c).
+ * (ctl.c), the C4D views (view_c4d.c) and the C4P commands (view_c4p.c).
  */
 #ifndef C4_CTL_H
 #define C4_CTL_H
@@ -31,18 +31,18 @@ C4__Envelope *ctl_admin_req(struct ctl *c, C4__AdminRequest *req,
 C4__Envelope *ctl_admin(struct ctl *c, C4__AdminOp op, uint64_t comm);
 
 /*
- * C4D views (ctl/view_c4d.c): ctl_jobs, ctl_ranks and ctl_matrix parse
- * their own options from argv and print to stdout (JSON with -o json).
+ * C4D views (ctl/view_c4d.c): view_c4d_jobs, view_c4d_ranks and view_c4d_matrix
+ * parse their own options from argv and print to stdout (JSON with -o json).
  * Each returns the exit status: 0, 1 when the daemon could not be asked
  * or refused, 2 for bad usage.
  */
-int ctl_jobs(struct ctl *c, int argc, char **argv);
-int ctl_ranks(struct ctl *c, int argc, char **argv);
-int ctl_matrix(struct ctl *c, int argc, char **argv);
+int view_c4d_jobs(struct ctl *c, int argc, char **argv);
+int view_c4d_ranks(struct ctl *c, int argc, char **argv);
+int view_c4d_matrix(struct ctl *c, int argc, char **argv);
 /*
  * c4p-master commands: paths, links, link set, alloc, fabric.  argv[0] is
  * the command.  Returns the exit status (0, 1 daemon error, 2 usage).
  */
-int ctl_c4p(struct ctl *c, const char *cmd, int argc, char **argv);
+int view_c4p_run(struct ctl *c, const char *cmd, int argc, char **argv);
 
 #endif

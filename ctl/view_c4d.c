@@ -27,14 +27,14 @@
 #define VIEW_SVG_MAX	   2048 /* ranks across in the SVG (binned above) */
 #define VIEW_HOT_LIST	   10	/* hottest cells listed under the picture */
 
-struct view_opts {
+struct view_c4d_opts {
 	uint64_t comm;
 	const char *svg;
 };
 
 /* Parses [--comm HEX] [--svg FILE]; svg only where allowed.  0 or 2. */
 static int
-view_opts(int argc, char **argv, struct view_opts *o, int allow_svg)
+view_c4d_opts(int argc, char **argv, struct view_c4d_opts *o, int allow_svg)
 {
 	static const struct option longopts[] = {
 		{"comm", required_argument, NULL, 'c'},
@@ -74,14 +74,14 @@ view_opts(int argc, char **argv, struct view_opts *o, int allow_svg)
 }
 
 int
-ctl_jobs(struct ctl *c, int argc, char **argv)
+view_c4d_jobs(struct ctl *c, int argc, char **argv)
 {
-	struct view_opts o;
+	struct view_c4d_opts o;
 	C4__Envelope *env;
 	const C4__AdminReply *r;
 	struct json j;
 
-	if (view_opts(argc, argv, &o, 0) != 0)
+	if (view_c4d_opts(argc, argv, &o, 0) != 0)
 		return 2;
 	env = ctl_admin(c, C4__ADMIN_OP__ADMIN_JOBS, 0);
 	if (env == NULL)
@@ -137,14 +137,14 @@ ctl_jobs(struct ctl *c, int argc, char **argv)
 }
 
 int
-ctl_ranks(struct ctl *c, int argc, char **argv)
+view_c4d_ranks(struct ctl *c, int argc, char **argv)
 {
-	struct view_opts o;
+	struct view_c4d_opts o;
 	C4__Envelope *env;
 	const C4__AdminReply *r;
 	struct json j;
 
-	if (view_opts(argc, argv, &o, 0) != 0)
+	if (view_c4d_opts(argc, argv, &o, 0) != 0)
 		return 2;
 	env = ctl_admin(c, C4__ADMIN_OP__ADMIN_RANKS, o.comm);
 	if (env == NULL)
@@ -193,7 +193,7 @@ ctl_ranks(struct ctl *c, int argc, char **argv)
 /* ---- the matrix ------------------------------------------------------------
  */
 
-struct grid {
+struct view_c4d_grid {
 	uint32_t nranks; /* 1 + the largest rank seen */
 	uint32_t side;	 /* bins across */
 	uint32_t per;	 /* ranks per bin */
@@ -203,7 +203,8 @@ struct grid {
 
 /* Bins cells into a side x side grid keeping the worst score per bin. */
 static int
-grid_build(struct grid *g, const C4__AdminReply *r, uint32_t max_side)
+view_c4d_grid_build(struct view_c4d_grid *g, const C4__AdminReply *r,
+		    uint32_t max_side)
 {
 	memset(g, 0, sizeof(*g));
 	for (size_t i = 0; i < r->n_cells; i++) {
@@ -235,7 +236,7 @@ grid_build(struct grid *g, const C4__AdminReply *r, uint32_t max_side)
 }
 
 static void
-grid_free(struct grid *g)
+view_c4d_grid_free(struct view_c4d_grid *g)
 {
 	free(g->score);
 	free(g->hot);
@@ -243,7 +244,7 @@ grid_free(struct grid *g)
 
 /* Slowdown factor of a log-ratio score, clamped to the colour scale. */
 static double
-view_level(double score)
+view_c4d_level(double score)
 {
 	double x = exp(score);
 
@@ -251,7 +252,7 @@ view_level(double score)
 }
 
 static void
-view_term(const struct grid *g, int colour)
+view_c4d_term(const struct view_c4d_grid *g, int colour)
 {
 	static const char shade[] = " .:oO#";
 
@@ -268,7 +269,7 @@ view_term(const struct grid *g, int colour)
 			}
 			if (colour) {
 				/* 256-colour ramp green -> yellow -> red. */
-				double l = view_level(s);
+				double l = view_c4d_level(s);
 				int red = (int)(l * 5.0 + 0.5);
 				int green = 5 - (int)(l * 3.0 + 0.5);
 
@@ -277,7 +278,8 @@ view_term(const struct grid *g, int colour)
 				       hot ? '#' : ' ');
 			} else {
 				int k = hot ? 5
-					    : (int)(view_level(s) * 4.0 + 1.5);
+					    : (int)(view_c4d_level(s) * 4.0 +
+						    1.5);
 
 				putchar(shade[k > 5 ? 5 : k]);
 			}
@@ -289,7 +291,7 @@ view_term(const struct grid *g, int colour)
 }
 
 static int
-view_cmp_cells(const void *a, const void *b)
+view_c4d_cmp_cells(const void *a, const void *b)
 {
 	const C4__MatrixCell *x = *(C4__MatrixCell *const *)a;
 	const C4__MatrixCell *y = *(C4__MatrixCell *const *)b;
@@ -298,7 +300,7 @@ view_cmp_cells(const void *a, const void *b)
 }
 
 static int
-view_svg(const char *path, const struct grid *g, uint64_t comm)
+view_c4d_svg(const char *path, const struct view_c4d_grid *g, uint64_t comm)
 {
 	const int m = 56; /* margin for labels */
 	int cell = g->side ? VIEW_SVG_SPAN / (int)g->side : VIEW_SVG_CELL;
@@ -348,7 +350,7 @@ view_svg(const char *path, const struct grid *g, uint64_t comm)
 
 			if (isnan(s))
 				continue;
-			l = view_level(s);
+			l = view_c4d_level(s);
 			fprintf(fp,
 				"<rect x=\"%d\" y=\"%d\" width=\"%d\" "
 				"height=\"%d\" fill=\"rgb(%d,%d,60)\"%s>"
@@ -373,18 +375,18 @@ view_svg(const char *path, const struct grid *g, uint64_t comm)
 }
 
 int
-ctl_matrix(struct ctl *c, int argc, char **argv)
+view_c4d_matrix(struct ctl *c, int argc, char **argv)
 {
-	struct view_opts o;
+	struct view_c4d_opts o;
 	C4__Envelope *env;
 	const C4__AdminReply *r;
 	C4__MatrixCell **sorted;
-	struct grid g;
+	struct view_c4d_grid g;
 	uint64_t comm;
 	struct json j;
 	int rc = 0;
 
-	if (view_opts(argc, argv, &o, 1) != 0)
+	if (view_c4d_opts(argc, argv, &o, 1) != 0)
 		return 2;
 	env = ctl_admin(c, C4__ADMIN_OP__ADMIN_MATRIX, o.comm);
 	if (env == NULL)
@@ -431,7 +433,7 @@ ctl_matrix(struct ctl *c, int argc, char **argv)
 		json_obj_end(&j);
 		json_end(&j);
 	}
-	if (grid_build(&g, r, VIEW_TERM_MAX) < 0) {
+	if (view_c4d_grid_build(&g, r, VIEW_TERM_MAX) < 0) {
 		rc = 1;
 		goto out;
 	}
@@ -440,13 +442,13 @@ ctl_matrix(struct ctl *c, int argc, char **argv)
 		       ": %zu connections, %u ranks\n",
 		       comm, r->n_cells, g.nranks);
 		if (g.nranks > 0)
-			view_term(&g, isatty(STDOUT_FILENO) &&
-					      getenv("NO_COLOR") == NULL);
+			view_c4d_term(&g, isatty(STDOUT_FILENO) &&
+						  getenv("NO_COLOR") == NULL);
 		sorted = calloc(r->n_cells ? r->n_cells : 1, sizeof(*sorted));
 		if (sorted != NULL) {
 			memcpy(sorted, r->cells, r->n_cells * sizeof(*sorted));
 			qsort(sorted, r->n_cells, sizeof(*sorted),
-			      view_cmp_cells);
+			      view_c4d_cmp_cells);
 			for (size_t i = 0; i < r->n_cells && i < VIEW_HOT_LIST;
 			     i++) {
 				if (!sorted[i]->hot)
@@ -460,14 +462,14 @@ ctl_matrix(struct ctl *c, int argc, char **argv)
 			free(sorted);
 		}
 	}
-	grid_free(&g);
+	view_c4d_grid_free(&g);
 	if (o.svg != NULL) {
-		if (grid_build(&g, r, VIEW_SVG_MAX) < 0 ||
-		    view_svg(o.svg, &g, comm) < 0)
+		if (view_c4d_grid_build(&g, r, VIEW_SVG_MAX) < 0 ||
+		    view_c4d_svg(o.svg, &g, comm) < 0)
 			rc = 1;
 		else if (!c->json)
 			printf("wrote %s\n", o.svg);
-		grid_free(&g);
+		view_c4d_grid_free(&g);
 	}
 out:
 	msg_free(env);

@@ -43,6 +43,42 @@
 
 #define PLUGIN_EXPORT __attribute__((visibility("default")))
 
+/*
+ * Fills the prof_descr *dp from the NCCL descriptor *ep of either ABI
+ * version: v4 and v5 name the fields read here alike but are distinct
+ * types, so this is a macro and not a function.  Reads ep only.
+ */
+#define PLUGIN_DESCR_FILL(dp, ep)                                              \
+	do {                                                                   \
+		switch ((ep)->type) {                                          \
+		case NCCL_EV_COLL:                                             \
+			(dp)->seq = (ep)->coll.seqNumber;                      \
+			(dp)->func = names_func_code((ep)->coll.func);         \
+			(dp)->algo = names_algo_code((ep)->coll.algo);         \
+			(dp)->proto = names_proto_code((ep)->coll.proto);      \
+			(dp)->count = (ep)->coll.count;                        \
+			(dp)->bytes = (ep)->coll.count *                       \
+				      names_dtype_size((ep)->coll.datatype);   \
+			(dp)->nchannels = (ep)->coll.nChannels;                \
+			break;                                                 \
+		case NCCL_EV_PROXY_OP:                                         \
+			(dp)->pid = (ep)->proxyOp.pid;                         \
+			(dp)->channel = (ep)->proxyOp.channelId;               \
+			(dp)->peer = (ep)->proxyOp.peer;                       \
+			(dp)->nsteps = (ep)->proxyOp.nSteps;                   \
+			(dp)->chunk = (ep)->proxyOp.chunkSize;                 \
+			(dp)->is_send = (ep)->proxyOp.isSend;                  \
+			break;                                                 \
+		case NCCL_EV_PROXY_STEP:                                       \
+			(dp)->step = (ep)->proxyStep.step;                     \
+			break;                                                 \
+		case NCCL_EV_KERNEL_CH:                                        \
+			(dp)->channel = (ep)->kernelCh.channelId;              \
+			(dp)->ptimer = (ep)->kernelCh.pTimer;                  \
+			break;                                                 \
+		}                                                              \
+	} while (0)
+
 static pthread_mutex_t plugin_lock = PTHREAD_MUTEX_INITIALIZER;
 static int plugin_comms; /* communicators initialised and not finalized */
 
@@ -219,35 +255,9 @@ plugin_v5_start(void *context, void **handle, struct nccl_v5_descr *e)
 	d.type = e->type <= (uint64_t)INT32_MAX ? (int)e->type : 0;
 	d.parent = e->parentObj;
 	d.rank = e->rank;
-	switch (e->type) {
-	case NCCL_EV_COLL:
-		d.seq = e->coll.seqNumber;
-		d.func = names_func_code(e->coll.func);
-		d.algo = names_algo_code(e->coll.algo);
-		d.proto = names_proto_code(e->coll.proto);
-		d.count = e->coll.count;
-		d.bytes = e->coll.count * names_dtype_size(e->coll.datatype);
-		d.nchannels = e->coll.nChannels;
-		break;
-	case NCCL_EV_PROXY_OP:
-		d.pid = e->proxyOp.pid;
-		d.channel = e->proxyOp.channelId;
-		d.peer = e->proxyOp.peer;
-		d.nsteps = e->proxyOp.nSteps;
-		d.chunk = e->proxyOp.chunkSize;
-		d.is_send = e->proxyOp.isSend;
-		break;
-	case NCCL_EV_PROXY_STEP:
-		d.step = e->proxyStep.step;
-		break;
-	case NCCL_EV_KERNEL_CH:
-		d.channel = e->kernelCh.channelId;
-		d.ptimer = e->kernelCh.pTimer;
-		break;
-	case NCCL_EV_COLL_API:
+	PLUGIN_DESCR_FILL(&d, e);
+	if (e->type == NCCL_EV_COLL_API)
 		d.graph = e->collApi.graphCaptured;
-		break;
-	}
 	prof_start(context, handle, &d);
 	return NCCL_ABI_SUCCESS;
 }
@@ -280,32 +290,7 @@ plugin_v4_start(void *context, void **handle, struct nccl_v4_descr *e)
 	d.type = e->type;
 	d.parent = e->parentObj;
 	d.rank = e->rank;
-	switch (e->type) {
-	case NCCL_EV_COLL:
-		d.seq = e->coll.seqNumber;
-		d.func = names_func_code(e->coll.func);
-		d.algo = names_algo_code(e->coll.algo);
-		d.proto = names_proto_code(e->coll.proto);
-		d.count = e->coll.count;
-		d.bytes = e->coll.count * names_dtype_size(e->coll.datatype);
-		d.nchannels = e->coll.nChannels;
-		break;
-	case NCCL_EV_PROXY_OP:
-		d.pid = e->proxyOp.pid;
-		d.channel = e->proxyOp.channelId;
-		d.peer = e->proxyOp.peer;
-		d.nsteps = e->proxyOp.nSteps;
-		d.chunk = e->proxyOp.chunkSize;
-		d.is_send = e->proxyOp.isSend;
-		break;
-	case NCCL_EV_PROXY_STEP:
-		d.step = e->proxyStep.step;
-		break;
-	case NCCL_EV_KERNEL_CH:
-		d.channel = e->kernelCh.channelId;
-		d.ptimer = e->kernelCh.pTimer;
-		break;
-	}
+	PLUGIN_DESCR_FILL(&d, e);
 	prof_start(context, handle, &d);
 	return NCCL_ABI_SUCCESS;
 }

@@ -21,12 +21,12 @@
 #include "replay.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "errbuf.h"
 #include "mix.h"
 #include "prof.h"
 
@@ -111,21 +111,6 @@ replay_ptr(const char *s)
 	if (strcmp(s, "(nil)") == 0)
 		return 0;
 	return strtoull(s, NULL, 16);
-}
-
-static void replay_err(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
-replay_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || len == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
 }
 
 /* One replay's mappings and interval clock. */
@@ -260,13 +245,13 @@ replay_feed(struct replay *rp, FILE *f, char *err, size_t errlen)
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
 		if (sscanf(line, "%c %llu", &op, &t) != 2) {
-			replay_err(err, errlen, "line %d: no op and time",
+			errbuf_set(err, errlen, "line %d: no op and time",
 				   lineno);
 			return -1;
 		}
 		replay_clock_to(rp, t);
 		if (replay_line(rp, op, line) < 0) {
-			replay_err(err, errlen, "line %d: bad '%c' record",
+			errbuf_set(err, errlen, "line %d: bad '%c' record",
 				   lineno, op);
 			return -1;
 		}
@@ -294,7 +279,7 @@ replay_run(FILE *f, const struct prof_config *cfg, prof_sink_fn sink, void *arg,
 	prof_set_clock(replay_clock);
 	prof_set_sink(sink, arg);
 	if (prof_open(&c) < 0) {
-		replay_err(err, errlen, "cannot open the core");
+		errbuf_set(err, errlen, "cannot open the core");
 	} else {
 		fed = replay_feed(&rp, f, err, errlen);
 		/* The last interval, then close (which reports once more). */

@@ -1,7 +1,7 @@
 /*
  * agent.h - c4a-agent's parts: configuration (main.c), per-job interval
  * aggregation (agg.c, agg_) and the sessions to the job masters
- * (upstream.c, up_).
+ * (upstream.c, upstream_).
  *
  * Data flow: CCL processes of the node send CommRegister and
  * TelemetryBatch over the unix socket; per job, registrations are merged
@@ -41,12 +41,14 @@
 #define AGG_PART_TARGET (1u << 20)
 
 /* Upstream sessions. */
-#define UP_BACKOFF_MIN_MS   100
-#define UP_BACKOFF_MAX_MS   10000
-#define UP_HELLO_TIMEOUT_MS 5000
-#define UP_SILENT_BEATS	    3	       /* heartbeats unanswered: reconnect */
-#define UP_OUT_HIGH	    (1u << 20) /* bytes handed to the socket at once */
-#define UP_READ_MAX	    (1u << 20) /* largest frame accepted from a master */
+#define UPSTREAM_BACKOFF_MIN_MS	  100
+#define UPSTREAM_BACKOFF_MAX_MS	  10000
+#define UPSTREAM_HELLO_TIMEOUT_MS 5000
+#define UPSTREAM_SILENT_BEATS	  3 /* heartbeats unanswered: reconnect */
+#define UPSTREAM_OUT_HIGH	  (1u << 20) /* bytes handed to the socket at once */
+#define UPSTREAM_READ_MAX                                                      \
+	(1u << 20) /* largest frame accepted from a master                     \
+		    */
 
 /* One entry of "masters:". */
 struct agent_master_conf {
@@ -131,10 +133,10 @@ const struct agg_stats *agg_get_stats(const struct agg *a);
 /* ---- upstream.c -----------------------------------------------------------
  */
 
-struct up;
+struct upstream;
 struct evdns_base;
 
-struct up_stats {
+struct upstream_stats {
 	uint64_t connected; /* 0 or 1 */
 	uint64_t sessions;
 	uint64_t reconnects;	   /* sessions after the first */
@@ -149,12 +151,13 @@ struct up_stats {
 };
 
 /* Called each time a session to the master is up (hello answered). */
-typedef void (*up_ready_fn)(struct up *u, void *arg);
+typedef void (*upstream_ready_fn)(struct upstream *u, void *arg);
 /*
  * Called for each message of a ready session other than heartbeats,
  * errors and goodbyes; returns -1 to end the session.
  */
-typedef int (*up_msg_fn)(struct up *u, const C4__Envelope *env, void *arg);
+typedef int (*upstream_msg_fn)(struct upstream *u, const C4__Envelope *env,
+			       void *arg);
 
 /*
  * Creates the link to one master and starts connecting at once (then
@@ -165,42 +168,43 @@ typedef int (*up_msg_fn)(struct up *u, const C4__Envelope *env, void *arg);
  * m->address does not parse or without memory.  Every up_ function runs
  * on base's thread.
  */
-struct up *up_new(struct event_base *base, struct evdns_base *dns,
-		  const struct agent_master_conf *m, const char *node,
-		  size_t buffer_limit, up_ready_fn ready, void *arg);
+struct upstream *upstream_new(struct event_base *base, struct evdns_base *dns,
+			      const struct agent_master_conf *m,
+			      const char *node, size_t buffer_limit,
+			      upstream_ready_fn ready, void *arg);
 /* Sets (or with fn NULL removes) the handler of the master's messages. */
-void up_set_handler(struct up *u, up_msg_fn fn, void *arg);
+void upstream_set_handler(struct upstream *u, upstream_msg_fn fn, void *arg);
 /* Sends a message now if the session is up; 0, or -1 (not sent). */
-int up_send(struct up *u, C4__MsgType type, void *body);
+int upstream_send(struct upstream *u, C4__MsgType type, void *body);
 /*
  * Closes the session, drops the queued batches and frees u (NULL is
  * fine); no callback runs.  The event base and DNS base stay.
  */
-void up_free(struct up *u);
+void upstream_free(struct upstream *u);
 /*
  * Queues a batch frame (taking it) in the FIFO of at most buffer_limit
  * bytes, dropping the oldest batches to make room, and sends what the
  * session can take.  carried is the batch's dropped_records: when the
  * batch itself is dropped, that count is told in a later one instead.
  */
-void up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records,
-		   uint64_t carried);
+void upstream_send_batch(struct upstream *u, uint8_t *frame, size_t len,
+			 uint64_t records, uint64_t carried);
 /*
  * Sends a frame now if the session is up (registrations: they are all sent
  * again on the next session anyway); otherwise does nothing.
  */
-void up_send_now(struct up *u, const uint8_t *frame, size_t len);
+void upstream_send_now(struct upstream *u, const uint8_t *frame, size_t len);
 /* Records dropped since the last call, for the next batch's count. */
-uint64_t up_take_dropped(struct up *u);
+uint64_t upstream_take_dropped(struct upstream *u);
 /*
- * up_is_ready(): 1 while a session is up (hello answered), else 0.
- * up_address(): the master's address as configured, owned by u.
- * up_get_stats(): the counters, owned by u and updated in place.  None
- * changes anything; the pointers are valid until up_free().
+ * upstream_is_ready(): 1 while a session is up (hello answered), else 0.
+ * upstream_address(): the master's address as configured, owned by u.
+ * upstream_get_stats(): the counters, owned by u and updated in place.  None
+ * changes anything; the pointers are valid until upstream_free().
  */
-int up_is_ready(const struct up *u);
-const char *up_address(const struct up *u);
-const struct up_stats *up_get_stats(const struct up *u);
+int upstream_is_ready(const struct upstream *u);
+const char *upstream_address(const struct upstream *u);
+const struct upstream_stats *upstream_get_stats(const struct upstream *u);
 
 /* ---- prober.c -------------------------------------------------------------
  */

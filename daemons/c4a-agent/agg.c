@@ -6,6 +6,7 @@
  * No I/O and no event loop here, so that the merge logic has unit tests of
  * its own.
  */
+#include "clock.h"
 #include "agent.h"
 
 #include <stdlib.h>
@@ -38,32 +39,6 @@ struct agg {
 	struct agg_stats st;
 };
 
-static uint64_t
-agg_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* A deep copy of any message (pack, then unpack). */
-static void *
-agg_copy(const void *msg)
-{
-	const ProtobufCMessage *m = msg;
-	size_t n = protobuf_c_message_get_packed_size(m);
-	uint8_t *buf = malloc(n ? n : 1);
-	void *r;
-
-	if (buf == NULL)
-		return NULL;
-	protobuf_c_message_pack(m, buf);
-	r = protobuf_c_message_unpack(m->descriptor, NULL, n, buf);
-	free(buf);
-	return r;
-}
-
 static void
 agg_msg_free(void *msg)
 {
@@ -75,14 +50,9 @@ static uint8_t *
 agg_frame(C4__MsgType type, void *body, size_t *len)
 {
 	C4__Envelope env;
-	uint8_t *buf;
 
 	msg_init(&env, type, body);
-	*len = msg_frame_size(&env);
-	buf = malloc(*len);
-	if (buf != NULL)
-		msg_pack_frame(&env, buf);
-	return buf;
+	return msg_frame_new(&env, len);
 }
 
 struct agg *
@@ -238,7 +208,7 @@ agg_merge_ranks(C4__CommRegister *cur, const C4__CommRegister *in, int *changed)
 				break;
 		if (k < cur->n_ranks && agg_rank_equal(cur->ranks[k], r))
 			continue;
-		cp = agg_copy(r);
+		cp = msg_copy(r);
 		if (cp == NULL)
 			return -1;
 		if (k == cur->n_ranks) {
@@ -302,7 +272,7 @@ agg_register(struct agg *a, const C4__CommRegister *m, uint8_t **frame,
 		a->comms = v;
 		g = &v[a->ncomms];
 		g->hash = m->comm_hash;
-		g->m = agg_copy(m);
+		g->m = msg_copy(m);
 		if (g->m == NULL || agg_set_job(g->m, a->job) < 0) {
 			agg_msg_free(g->m);
 			return -1;
@@ -381,7 +351,8 @@ agg_rank_advance(struct agg *a, uint64_t comm, uint32_t rank, uint64_t entered,
 			r->entered = entered;
 		if (completed > r->completed)
 			r->completed = completed;
-		r->change_ns = change_ns ? change_ns : agg_mono_ns();
+		r->change_ns =
+			change_ns ? change_ns : clock_ns(CLOCK_MONOTONIC);
 	}
 }
 
@@ -409,7 +380,7 @@ agg_add(struct agg *a, const C4__TelemetryBatch *b)
 		a->held = v;
 		a->capheld = cap;
 	}
-	cp = agg_copy(b);
+	cp = msg_copy(b);
 	if (cp == NULL)
 		goto refuse;
 	a->held[a->nheld++] = cp;

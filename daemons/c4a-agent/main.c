@@ -50,7 +50,7 @@ struct c4a_conf {
 	struct c4a_socket_conf socket;
 	struct srv_conf server;
 	struct cfg_list credentials;
-	struct dmn_log_conf log;
+	struct daemon_log_conf log;
 };
 
 static const struct cfg_field c4a_socket_fields[] = {
@@ -223,8 +223,8 @@ static const struct cfg_field c4a_fields[] = {
 	{"socket", CFG_SECTION, offsetof(struct c4a_conf, socket), 0, 0, 0,
 	 NULL, &c4a_socket_schema, "local CCL socket"},
 	SRV_CONF_FIELD(offsetof(struct c4a_conf, server)),
-	DMN_CREDS_FIELD(offsetof(struct c4a_conf, credentials)),
-	DMN_LOG_FIELD(offsetof(struct c4a_conf, log)),
+	DAEMON_CREDS_FIELD(offsetof(struct c4a_conf, credentials)),
+	DAEMON_LOG_FIELD(offsetof(struct c4a_conf, log)),
 };
 
 static void
@@ -259,14 +259,14 @@ c4a_node_of(const void *conf)
 struct c4a_job {
 	char *job;
 	struct agg *agg;
-	struct up *up;
+	struct upstream *up;
 	uint32_t clients;
 };
 
 struct c4a_state {
 	struct dmn *d;
 	struct evdns_base *dns;
-	struct up *c4p;	       /* session to the c4p-master, if configured */
+	struct upstream *c4p;  /* session to the c4p-master, if configured */
 	struct prober *prober; /* its probe tasks */
 	struct event *tick;
 	struct c4a_job *jobs;
@@ -291,7 +291,7 @@ c4a_job_find(struct c4a_state *st, const char *job)
 
 /* A master session is up: it hears every merged registration again. */
 static void
-c4a_up_ready(struct up *u, void *arg)
+c4a_up_ready(struct upstream *u, void *arg)
 {
 	struct c4a_job *j = arg;
 
@@ -300,7 +300,7 @@ c4a_up_ready(struct up *u, void *arg)
 		uint8_t *f = agg_comm_frame(j->agg, i, &len);
 
 		if (f != NULL)
-			up_send_now(u, f, len);
+			upstream_send_now(u, f, len);
 		free(f);
 	}
 }
@@ -325,7 +325,7 @@ c4a_tick_cb(evutil_socket_t fd, short what, void *arg)
 		struct agg_part *parts;
 		ssize_t n = agg_take(j->agg, st->interval_id,
 				     st->interval_start_ns, st->interval_ms,
-				     up_take_dropped(j->up), &parts);
+				     upstream_take_dropped(j->up), &parts);
 
 		if (n < 0) {
 			log_warnx("job %s: no memory for interval %llu", j->job,
@@ -336,15 +336,15 @@ c4a_tick_cb(evutil_socket_t fd, short what, void *arg)
 			st->batches_sent++;
 			st->records_sent += parts[k].records;
 			/* The FIFO takes the frame. */
-			up_send_batch(j->up, parts[k].frame, parts[k].len,
-				      parts[k].records, parts[k].dropped);
+			upstream_send_batch(j->up, parts[k].frame, parts[k].len,
+					    parts[k].records, parts[k].dropped);
 			parts[k].frame = NULL;
 		}
 		agg_parts_free(parts, (size_t)n);
 	}
 	st->interval_start_ns = now;
-	if (dmn_tick_arm(st->tick, st->interval_ms,
-			 st->interval_ms / CLOCK_TICK_AGENT_DIV, 0) < 0)
+	if (daemon_tick_arm(st->tick, st->interval_ms,
+			    st->interval_ms / CLOCK_TICK_AGENT_DIV, 0) < 0)
 		log_warnx("cannot arm the interval tick");
 }
 
@@ -356,13 +356,14 @@ c4a_probe_done(const C4__ProbeResult *r, void *arg)
 	struct c4a_state *st = arg;
 
 	/* A result the master cannot take now is lost: it probes again. */
-	if (up_send(st->c4p, C4__MSG_TYPE__MSG_PROBE_RESULT, (void *)r) < 0)
+	if (upstream_send(st->c4p, C4__MSG_TYPE__MSG_PROBE_RESULT, (void *)r) <
+	    0)
 		log_debug("probe result %llu: no session to the c4p-master",
 			  (unsigned long long)r->task_id);
 }
 
 static int
-c4a_c4p_msg(struct up *u, const C4__Envelope *env, void *arg)
+c4a_c4p_msg(struct upstream *u, const C4__Envelope *env, void *arg)
 {
 	struct c4a_state *st = arg;
 	char err[256];
@@ -384,7 +385,7 @@ c4a_c4p_msg(struct up *u, const C4__Envelope *env, void *arg)
 
 /* A new session: tasks of the last one will not be wanted any more. */
 static void
-c4a_c4p_ready(struct up *u, void *arg)
+c4a_c4p_ready(struct upstream *u, void *arg)
 {
 	struct c4a_state *st = arg;
 
@@ -403,11 +404,11 @@ c4a_c4p_start(struct c4a_state *st, const struct c4a_c4p_conf *c)
 		return -1;
 	m.address = c->address;
 	m.secret = c->secret;
-	st->c4p = up_new(st->d->base, st->dns, &m, st->d->node, 0,
-			 c4a_c4p_ready, st);
+	st->c4p = upstream_new(st->d->base, st->dns, &m, st->d->node, 0,
+			       c4a_c4p_ready, st);
 	if (st->c4p == NULL)
 		return -1;
-	up_set_handler(st->c4p, c4a_c4p_msg, st);
+	upstream_set_handler(st->c4p, c4a_c4p_msg, st);
 	log_info("c4p-master %s%s%s", c->address,
 		 c->probe_netns ? ", probes in network namespace " : "",
 		 c->probe_netns ? c->probe_netns : "");
@@ -421,10 +422,10 @@ c4a_stop(struct dmn *d)
 
 	if (st == NULL)
 		return;
-	up_free(st->c4p);
+	upstream_free(st->c4p);
 	prober_free(st->prober);
 	for (size_t i = 0; i < st->njobs; i++) {
-		up_free(st->jobs[i].up);
+		upstream_free(st->jobs[i].up);
 		agg_free(st->jobs[i].agg);
 		free(st->jobs[i].job);
 	}
@@ -471,8 +472,8 @@ c4a_start(struct dmn *d)
 			agg_free(j->agg);
 			goto fail;
 		}
-		j->up = up_new(d->base, st->dns, &m[i], d->node,
-			       (size_t)c->buffer_limit, c4a_up_ready, j);
+		j->up = upstream_new(d->base, st->dns, &m[i], d->node,
+				     (size_t)c->buffer_limit, c4a_up_ready, j);
 		if (j->up == NULL) {
 			free(j->job);
 			agg_free(j->agg);
@@ -483,8 +484,8 @@ c4a_start(struct dmn *d)
 	}
 	if (c->c4p.address != NULL && c4a_c4p_start(st, &c->c4p) < 0)
 		goto fail;
-	if (dmn_tick_arm(st->tick, st->interval_ms,
-			 st->interval_ms / CLOCK_TICK_AGENT_DIV, 1) < 0)
+	if (daemon_tick_arm(st->tick, st->interval_ms,
+			    st->interval_ms / CLOCK_TICK_AGENT_DIV, 1) < 0)
 		goto fail;
 	return 0;
 fail:
@@ -559,9 +560,9 @@ c4a_answer_jobs(struct srv_conn *c, const C4__Envelope *env,
 			continue;
 		c4__job_info__init(&ji[r.n_jobs]);
 		ji[r.n_jobs].job_id = j->job;
-		ji[r.n_jobs].master = (char *)up_address(j->up);
+		ji[r.n_jobs].master = (char *)upstream_address(j->up);
 		ji[r.n_jobs].has_connected = 1;
-		ji[r.n_jobs].connected = up_is_ready(j->up);
+		ji[r.n_jobs].connected = upstream_is_ready(j->up);
 		ji[r.n_jobs].has_ranks = 1;
 		ji[r.n_jobs].ranks = agg_nranks(j->agg);
 		ji[r.n_jobs].has_comms = 1;
@@ -617,7 +618,7 @@ c4a_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 			return -1;
 		}
 		if (f != NULL)
-			up_send_now(j->up, f, len);
+			upstream_send_now(j->up, f, len);
 		free(f);
 		return 0;
 	case C4__MSG_TYPE__MSG_TELEMETRY:
@@ -688,7 +689,8 @@ c4a_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 	if (st->prober != NULL) {
 		const struct prober_stats *ps = prober_get_stats(st->prober);
 
-		srv_reply_counter(r, "c4p_connected", up_is_ready(st->c4p),
+		srv_reply_counter(r, "c4p_connected",
+				  upstream_is_ready(st->c4p),
 				  "session to the c4p-master is up", 1);
 		srv_reply_counter(r, "probe_tasks", ps->tasks,
 				  "probe tasks received", 0);
@@ -715,7 +717,8 @@ c4a_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 				  "answers that matched no running probe", 0);
 	}
 	for (size_t i = 0; i < st->njobs; i++) {
-		const struct up_stats *u = up_get_stats(st->jobs[i].up);
+		const struct upstream_stats *u =
+			upstream_get_stats(st->jobs[i].up);
 		const char *job = st->jobs[i].job;
 
 		c4a_job_counter(r, "master_connected", job, u->connected,
@@ -819,7 +822,7 @@ c4a_reload(struct dmn *d, const void *oldconf)
 int
 main(int argc, char **argv)
 {
-	static const struct dmn_spec spec = {
+	static const struct daemon_spec spec = {
 		.name = "c4a-agent",
 		.default_config = C4_SYSCONFDIR "/c4a-agent.yaml",
 		.schema = &c4a_schema,
@@ -841,5 +844,5 @@ main(int argc, char **argv)
 			},
 	};
 
-	return dmn_main(argc, argv, &spec);
+	return daemon_main(argc, argv, &spec);
 }

@@ -7,6 +7,7 @@
  */
 #define LOG_SUBSYS "upstream"
 
+#include "clock.h"
 #include "agent.h"
 
 #include <stdlib.h>
@@ -25,22 +26,22 @@
 #include "log.h"
 #include "net.h"
 
-enum up_state {
-	UP_WAIT,       /* no session; the retry timer runs */
-	UP_CONNECTING, /* TCP (or unix) connect in progress */
-	UP_HELLO,      /* hello sent, reply awaited */
-	UP_READY,
+enum upstream_state {
+	UPSTREAM_WAIT,	     /* no session; the retry timer runs */
+	UPSTREAM_CONNECTING, /* TCP (or unix) connect in progress */
+	UPSTREAM_HELLO,	     /* hello sent, reply awaited */
+	UPSTREAM_READY,
 };
 
-struct up_frame {
-	STAILQ_ENTRY(up_frame) entry;
+struct upstream_frame {
+	STAILQ_ENTRY(upstream_frame) entry;
 	uint8_t *buf;
 	size_t len;
 	uint64_t records;
 	uint64_t carried; /* its dropped_records */
 };
 
-struct up {
+struct upstream {
 	struct event_base *base;
 	struct evdns_base *dns;
 	char *job, *address, *secret, *node;
@@ -48,32 +49,32 @@ struct up {
 	struct bufferevent *bev;
 	struct event *timer; /* retry, or hello timeout */
 	struct event *hb;
-	enum up_state state;
+	enum upstream_state state;
 	unsigned backoff_ms;
 	unsigned seed;
 	uint32_t max_frame, hb_ms;
 	uint64_t seq;
-	STAILQ_HEAD(, up_frame) fifo;
+	STAILQ_HEAD(, upstream_frame) fifo;
 	size_t limit;
 	uint64_t pending_dropped;
-	up_ready_fn ready;
+	upstream_ready_fn ready;
 	void *arg;
-	up_msg_fn on_msg;
+	upstream_msg_fn on_msg;
 	void *msg_arg;
-	struct up_stats st;
+	struct upstream_stats st;
 };
 
-static void up_connect(struct up *u);
+static void upstream_connect(struct upstream *u);
 
 /* The job in log lines: the c4p-master's session has none. */
 static const char *
-up_job(const struct up *u)
+upstream_job(const struct upstream *u)
 {
 	return u->job != NULL ? u->job : "-";
 }
 
 static void
-up_timer_ms(struct event *ev, unsigned ms)
+upstream_timer_ms(struct event *ev, unsigned ms)
 {
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 
@@ -82,17 +83,17 @@ up_timer_ms(struct event *ev, unsigned ms)
 
 /* Closes the session (if any) and schedules the next attempt. */
 static void
-up_down(struct up *u, const char *why)
+upstream_down(struct upstream *u, const char *why)
 {
 	unsigned d = u->backoff_ms;
 
-	if (u->state == UP_READY)
+	if (u->state == UPSTREAM_READY)
 		log_warnx("master %s (job %s): session lost: %s", u->address,
-			  up_job(u), why);
+			  upstream_job(u), why);
 	else
 		log_debug("master %s (job %s): no session: %s", u->address,
-			  up_job(u), why);
-	if (u->state != UP_READY)
+			  upstream_job(u), why);
+	if (u->state != UPSTREAM_READY)
 		u->st.connect_failures++;
 	if (u->bev != NULL) {
 		bufferevent_free(u->bev);
@@ -100,33 +101,35 @@ up_down(struct up *u, const char *why)
 	}
 	event_del(u->hb);
 	event_del(u->timer);
-	u->state = UP_WAIT;
+	u->state = UPSTREAM_WAIT;
 	u->st.connected = 0;
 	/* Jitter into [d/2, d] so that agents do not reconnect in step. */
-	up_timer_ms(u->timer, d / 2 + (unsigned)rand_r(&u->seed) % (d / 2 + 1));
-	u->backoff_ms = d * 2 > UP_BACKOFF_MAX_MS ? UP_BACKOFF_MAX_MS : d * 2;
+	upstream_timer_ms(u->timer,
+			  d / 2 + (unsigned)rand_r(&u->seed) % (d / 2 + 1));
+	u->backoff_ms = d * 2 > UPSTREAM_BACKOFF_MAX_MS
+				? UPSTREAM_BACKOFF_MAX_MS
+				: d * 2;
 }
 
 static int
-up_write(struct up *u, C4__MsgType type, void *body)
+upstream_write(struct upstream *u, C4__MsgType type, void *body)
 {
 	C4__Envelope env;
-	struct evbuffer_iovec iov;
-	struct evbuffer *out = bufferevent_get_output(u->bev);
+	uint8_t *buf;
 	size_t n;
+	int rc;
 
-	msg_init(&env, type, body);
-	env.has_seq = 1;
-	env.seq = ++u->seq;
-	n = msg_frame_size(&env);
-	if (evbuffer_reserve_space(out, (ev_ssize_t)n, &iov, 1) < 1)
+	msg_init_seq(&env, type, body, ++u->seq);
+	buf = msg_frame_new(&env, &n);
+	if (buf == NULL)
 		return -1;
-	iov.iov_len = msg_pack_frame(&env, iov.iov_base);
-	return evbuffer_commit_space(out, &iov, 1);
+	rc = evbuffer_add(bufferevent_get_output(u->bev), buf, n);
+	free(buf);
+	return rc;
 }
 
 static void
-up_frame_free(struct up_frame *f)
+upstream_frame_free(struct upstream_frame *f)
 {
 	free(f->buf);
 	free(f);
@@ -134,9 +137,9 @@ up_frame_free(struct up_frame *f)
 
 /* Drops the oldest batch of the FIFO, counting its records. */
 static void
-up_drop_head(struct up *u)
+upstream_drop_head(struct upstream *u)
 {
-	struct up_frame *f = STAILQ_FIRST(&u->fifo);
+	struct upstream_frame *f = STAILQ_FIRST(&u->fifo);
 
 	STAILQ_REMOVE_HEAD(&u->fifo, entry);
 	u->st.frames_buffered--;
@@ -144,26 +147,26 @@ up_drop_head(struct up *u)
 	u->st.frames_dropped++;
 	u->st.records_dropped += f->records;
 	u->pending_dropped += f->records + f->carried;
-	up_frame_free(f);
+	upstream_frame_free(f);
 }
 
-/* Hands FIFO frames to the socket while it takes them (UP_OUT_HIGH). */
+/* Hands FIFO frames to the socket while it takes them (UPSTREAM_OUT_HIGH). */
 static void
-up_pump(struct up *u)
+upstream_pump(struct upstream *u)
 {
 	struct evbuffer *out;
-	struct up_frame *f;
+	struct upstream_frame *f;
 
-	if (u->state != UP_READY)
+	if (u->state != UPSTREAM_READY)
 		return;
 	out = bufferevent_get_output(u->bev);
 	while ((f = STAILQ_FIRST(&u->fifo)) != NULL &&
-	       evbuffer_get_length(out) < UP_OUT_HIGH) {
+	       evbuffer_get_length(out) < UPSTREAM_OUT_HIGH) {
 		if (f->len > FRAME_HDR_LEN + (size_t)u->max_frame) {
 			log_warnx("master %s: a batch of %zu bytes is above "
 				  "its max_frame %u; dropped",
 				  u->address, f->len, u->max_frame);
-			up_drop_head(u);
+			upstream_drop_head(u);
 			continue;
 		}
 		if (evbuffer_add(out, f->buf, f->len) < 0)
@@ -173,29 +176,27 @@ up_pump(struct up *u)
 		u->st.bytes_buffered -= f->len;
 		u->st.frames_forwarded++;
 		u->st.bytes_forwarded += f->len;
-		up_frame_free(f);
+		upstream_frame_free(f);
 	}
 }
 
 static void
-up_hb_cb(evutil_socket_t fd, short what, void *arg)
+upstream_hb_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct up *u = arg;
+	struct upstream *u = arg;
 	C4__Heartbeat hb = C4__HEARTBEAT__INIT;
-	struct timespec ts;
 
 	(void)fd;
 	(void)what;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	hb.has_sent_ns = 1;
-	hb.sent_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	if (u->state == UP_READY)
-		up_write(u, C4__MSG_TYPE__MSG_HEARTBEAT, &hb);
+	hb.sent_ns = clock_ns(CLOCK_MONOTONIC);
+	if (u->state == UPSTREAM_READY)
+		upstream_write(u, C4__MSG_TYPE__MSG_HEARTBEAT, &hb);
 }
 
 /* The master's hello reply: the session is up. */
 static int
-up_hello_reply(struct up *u, const C4__HelloReply *r)
+upstream_hello_reply(struct upstream *u, const C4__HelloReply *r)
 {
 	struct timeval hb, idle;
 
@@ -215,49 +216,49 @@ up_hello_reply(struct up *u, const C4__HelloReply *r)
 			   ? r->heartbeat_interval_ms
 			   : 5000;
 	event_del(u->timer);
-	u->state = UP_READY;
-	u->backoff_ms = UP_BACKOFF_MIN_MS;
+	u->state = UPSTREAM_READY;
+	u->backoff_ms = UPSTREAM_BACKOFF_MIN_MS;
 	u->st.connected = 1;
 	if (u->st.sessions++ > 0)
 		u->st.reconnects++;
-	log_info("master %s (job %s): session %llu up", u->address, up_job(u),
-		 (unsigned long long)r->session_id);
+	log_info("master %s (job %s): session %llu up", u->address,
+		 upstream_job(u), (unsigned long long)r->session_id);
 	hb.tv_sec = u->hb_ms / 1000;
 	hb.tv_usec = (u->hb_ms % 1000) * 1000;
 	event_add(u->hb, &hb);
 	/* A master that answers no heartbeat for a while is gone. */
-	idle.tv_sec = (u->hb_ms * UP_SILENT_BEATS) / 1000;
-	idle.tv_usec = ((u->hb_ms * UP_SILENT_BEATS) % 1000) * 1000;
+	idle.tv_sec = (u->hb_ms * UPSTREAM_SILENT_BEATS) / 1000;
+	idle.tv_usec = ((u->hb_ms * UPSTREAM_SILENT_BEATS) % 1000) * 1000;
 	bufferevent_set_timeouts(u->bev, &idle, NULL);
 	/* Registrations first, then what was buffered, in order. */
 	if (u->ready != NULL)
 		u->ready(u, u->arg);
-	up_pump(u);
+	upstream_pump(u);
 	return 0;
 }
 
 /* One message from the master; -1 when the session must end. */
 static int
-up_handle(struct up *u, const C4__Envelope *env)
+upstream_handle(struct upstream *u, const C4__Envelope *env)
 {
 	switch (env->type) {
 	case C4__MSG_TYPE__MSG_HELLO_REPLY:
-		if (u->state != UP_HELLO) {
+		if (u->state != UPSTREAM_HELLO) {
 			log_warnx("master %s: a second hello reply",
 				  u->address);
 			return -1;
 		}
-		return up_hello_reply(u, env->hello_reply);
+		return upstream_hello_reply(u, env->hello_reply);
 	case C4__MSG_TYPE__MSG_ERROR:
 		u->st.errors++;
 		log_warnx("master %s (job %s): error %d: %s", u->address,
-			  up_job(u), env->error->code,
+			  upstream_job(u), env->error->code,
 			  env->error->text ? env->error->text : "");
 		return env->error->fatal ? -1 : 0;
 	case C4__MSG_TYPE__MSG_GOODBYE:
 		return -1;
 	default:
-		if (u->state != UP_READY) {
+		if (u->state != UPSTREAM_READY) {
 			log_warnx("master %s: %s before the hello reply",
 				  u->address, msg_type_name(env->type));
 			return -1;
@@ -270,9 +271,9 @@ up_handle(struct up *u, const C4__Envelope *env)
 }
 
 static void
-up_read_cb(struct bufferevent *bev, void *arg)
+upstream_read_cb(struct bufferevent *bev, void *arg)
 {
-	struct up *u = arg;
+	struct upstream *u = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 
 	for (unsigned handled = 0; handled < FRAME_PER_CALLBACK; handled++) {
@@ -285,11 +286,11 @@ up_read_cb(struct bufferevent *bev, void *arg)
 		if (evbuffer_get_length(in) < FRAME_HDR_LEN)
 			return;
 		evbuffer_copyout(in, hdr, FRAME_HDR_LEN);
-		if (frame_peek(hdr, FRAME_HDR_LEN, UP_READ_MAX, &len) ==
+		if (frame_peek(hdr, FRAME_HDR_LEN, UPSTREAM_READ_MAX, &len) ==
 		    FRAME_TOO_BIG) {
 			log_warnx("master %s: frame of %u bytes; closing",
 				  u->address, len);
-			up_down(u, "oversized frame");
+			upstream_down(u, "oversized frame");
 			return;
 		}
 		if (evbuffer_get_length(in) < FRAME_HDR_LEN + (size_t)len)
@@ -300,13 +301,13 @@ up_read_cb(struct bufferevent *bev, void *arg)
 		if (env == NULL) {
 			log_warnx("master %s: %s; closing", u->address,
 				  err.text);
-			up_down(u, "malformed message");
+			upstream_down(u, "malformed message");
 			return;
 		}
-		rc = up_handle(u, env);
+		rc = upstream_handle(u, env);
 		msg_free(env);
 		if (rc < 0) {
-			up_down(u, "closed after the master's answer");
+			upstream_down(u, "closed after the master's answer");
 			return;
 		}
 	}
@@ -316,73 +317,74 @@ up_read_cb(struct bufferevent *bev, void *arg)
 }
 
 static void
-up_write_cb(struct bufferevent *bev, void *arg)
+upstream_write_cb(struct bufferevent *bev, void *arg)
 {
 	(void)bev;
-	up_pump(arg);
+	upstream_pump(arg);
 }
 
 static void
-up_event_cb(struct bufferevent *bev, short what, void *arg)
+upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 {
-	struct up *u = arg;
+	struct upstream *u = arg;
 	C4__Hello h;
-	struct timeval tv = {UP_HELLO_TIMEOUT_MS / 1000,
-			     (UP_HELLO_TIMEOUT_MS % 1000) * 1000};
+	struct timeval tv = {UPSTREAM_HELLO_TIMEOUT_MS / 1000,
+			     (UPSTREAM_HELLO_TIMEOUT_MS % 1000) * 1000};
 
 	(void)bev;
 	if (what & BEV_EVENT_CONNECTED) {
 		hello_init(&h, C4__ROLE__ROLE_AGENT, u->job, u->node, u->secret,
 			   (uint32_t)getpid());
-		if (up_write(u, C4__MSG_TYPE__MSG_HELLO, &h) < 0) {
-			up_down(u, "cannot queue the hello");
+		if (upstream_write(u, C4__MSG_TYPE__MSG_HELLO, &h) < 0) {
+			upstream_down(u, "cannot queue the hello");
 			return;
 		}
-		u->state = UP_HELLO;
+		u->state = UPSTREAM_HELLO;
 		/* The hello reply must come within the bound. */
 		event_del(u->timer);
 		event_add(u->timer, &tv);
 		return;
 	}
 	if (what & BEV_EVENT_TIMEOUT)
-		up_down(u, "master silent");
+		upstream_down(u, "master silent");
 	else if (what & BEV_EVENT_EOF)
-		up_down(u, "closed by the master");
+		upstream_down(u, "closed by the master");
 	else
-		up_down(u,
-			evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		upstream_down(u, evutil_socket_error_to_string(
+					 EVUTIL_SOCKET_ERROR()));
 }
 
 static void
-up_timer_cb(evutil_socket_t fd, short what, void *arg)
+upstream_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct up *u = arg;
+	struct upstream *u = arg;
 
 	(void)fd;
 	(void)what;
-	if (u->state == UP_WAIT)
-		up_connect(u);
-	else if (u->state != UP_READY)
-		up_down(u, "no hello reply in time");
+	if (u->state == UPSTREAM_WAIT)
+		upstream_connect(u);
+	else if (u->state != UPSTREAM_READY)
+		upstream_down(u, "no hello reply in time");
 }
 
-/* Starts a non-blocking connect; failures come back through up_down(). */
+/* Starts a non-blocking connect; failures come back through upstream_down(). */
 static void
-up_connect(struct up *u)
+upstream_connect(struct upstream *u)
 {
 	int rc;
 
 	u->bev = bufferevent_socket_new(u->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (u->bev == NULL) {
-		up_down(u, "out of memory");
+		upstream_down(u, "out of memory");
 		return;
 	}
-	bufferevent_setcb(u->bev, up_read_cb, up_write_cb, up_event_cb, u);
-	bufferevent_setwatermark(u->bev, EV_WRITE, UP_OUT_HIGH / 2, 0);
+	bufferevent_setcb(u->bev, upstream_read_cb, upstream_write_cb,
+			  upstream_event_cb, u);
+	bufferevent_setwatermark(u->bev, EV_WRITE, UPSTREAM_OUT_HIGH / 2, 0);
 	bufferevent_enable(u->bev, EV_READ | EV_WRITE);
-	u->state = UP_CONNECTING;
+	u->state = UPSTREAM_CONNECTING;
 	/* Connecting and resolving share the hello's bound. */
-	up_timer_ms(u->timer, UP_HELLO_TIMEOUT_MS);
+	upstream_timer_ms(u->timer, UPSTREAM_HELLO_TIMEOUT_MS);
 	if (u->addr.family == AF_UNIX) {
 		struct sockaddr_un sa;
 
@@ -395,17 +397,18 @@ up_connect(struct up *u)
 		rc = bufferevent_socket_connect_hostname(
 			u->bev, u->dns, AF_UNSPEC, u->addr.host, u->addr.port);
 	}
-	/* An immediate failure has already called up_event_cb (up_down). */
-	if (rc < 0 && u->state == UP_CONNECTING)
-		up_down(u, "connect failed");
+	/* An immediate failure has already called upstream_event_cb
+	 * (upstream_down). */
+	if (rc < 0 && u->state == UPSTREAM_CONNECTING)
+		upstream_down(u, "connect failed");
 }
 
-struct up *
-up_new(struct event_base *base, struct evdns_base *dns,
-       const struct agent_master_conf *m, const char *node, size_t buffer_limit,
-       up_ready_fn ready, void *arg)
+struct upstream *
+upstream_new(struct event_base *base, struct evdns_base *dns,
+	     const struct agent_master_conf *m, const char *node,
+	     size_t buffer_limit, upstream_ready_fn ready, void *arg)
 {
-	struct up *u = calloc(1, sizeof(*u));
+	struct upstream *u = calloc(1, sizeof(*u));
 	char err[256];
 
 	if (u == NULL)
@@ -420,26 +423,26 @@ up_new(struct event_base *base, struct evdns_base *dns,
 	u->limit = buffer_limit;
 	u->ready = ready;
 	u->arg = arg;
-	u->backoff_ms = UP_BACKOFF_MIN_MS;
+	u->backoff_ms = UPSTREAM_BACKOFF_MIN_MS;
 	u->max_frame = FRAME_MAX_DEFAULT;
 	u->seed = (unsigned)getpid() ^ (unsigned)(uintptr_t)u;
-	u->timer = evtimer_new(base, up_timer_cb, u);
-	u->hb = event_new(base, -1, EV_PERSIST, up_hb_cb, u);
+	u->timer = evtimer_new(base, upstream_timer_cb, u);
+	u->hb = event_new(base, -1, EV_PERSIST, upstream_hb_cb, u);
 	if ((m->job != NULL && u->job == NULL) || u->address == NULL ||
 	    u->secret == NULL || u->node == NULL || u->timer == NULL ||
 	    u->hb == NULL ||
 	    net_addr_parse(m->address, &u->addr, err, sizeof(err)) < 0) {
-		up_free(u);
+		upstream_free(u);
 		return NULL;
 	}
-	up_connect(u);
+	upstream_connect(u);
 	return u;
 }
 
 void
-up_free(struct up *u)
+upstream_free(struct upstream *u)
 {
-	struct up_frame *f;
+	struct upstream_frame *f;
 
 	if (u == NULL)
 		return;
@@ -451,7 +454,7 @@ up_free(struct up *u)
 		event_free(u->hb);
 	while ((f = STAILQ_FIRST(&u->fifo)) != NULL) {
 		STAILQ_REMOVE_HEAD(&u->fifo, entry);
-		up_frame_free(f);
+		upstream_frame_free(f);
 	}
 	free(u->job);
 	free(u->address);
@@ -461,10 +464,10 @@ up_free(struct up *u)
 }
 
 void
-up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records,
-	      uint64_t carried)
+upstream_send_batch(struct upstream *u, uint8_t *frame, size_t len,
+		    uint64_t records, uint64_t carried)
 {
-	struct up_frame *f;
+	struct upstream_frame *f;
 
 	if (len > u->limit) {
 		log_warnx("master %s: a batch of %zu bytes is above "
@@ -485,7 +488,7 @@ up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records,
 		return;
 	}
 	while (!STAILQ_EMPTY(&u->fifo) && u->st.bytes_buffered + len > u->limit)
-		up_drop_head(u);
+		upstream_drop_head(u);
 	f->buf = frame;
 	f->len = len;
 	f->records = records;
@@ -493,19 +496,19 @@ up_send_batch(struct up *u, uint8_t *frame, size_t len, uint64_t records,
 	STAILQ_INSERT_TAIL(&u->fifo, f, entry);
 	u->st.frames_buffered++;
 	u->st.bytes_buffered += len;
-	up_pump(u);
+	upstream_pump(u);
 }
 
 void
-up_send_now(struct up *u, const uint8_t *frame, size_t len)
+upstream_send_now(struct upstream *u, const uint8_t *frame, size_t len)
 {
-	if (u->state != UP_READY)
+	if (u->state != UPSTREAM_READY)
 		return;
 	evbuffer_add(bufferevent_get_output(u->bev), frame, len);
 }
 
 uint64_t
-up_take_dropped(struct up *u)
+upstream_take_dropped(struct upstream *u)
 {
 	uint64_t n = u->pending_dropped;
 
@@ -514,34 +517,34 @@ up_take_dropped(struct up *u)
 }
 
 void
-up_set_handler(struct up *u, up_msg_fn fn, void *arg)
+upstream_set_handler(struct upstream *u, upstream_msg_fn fn, void *arg)
 {
 	u->on_msg = fn;
 	u->msg_arg = arg;
 }
 
 int
-up_send(struct up *u, C4__MsgType type, void *body)
+upstream_send(struct upstream *u, C4__MsgType type, void *body)
 {
-	if (u->state != UP_READY)
+	if (u->state != UPSTREAM_READY)
 		return -1;
-	return up_write(u, type, body);
+	return upstream_write(u, type, body);
 }
 
 int
-up_is_ready(const struct up *u)
+upstream_is_ready(const struct upstream *u)
 {
-	return u->state == UP_READY;
+	return u->state == UPSTREAM_READY;
 }
 
 const char *
-up_address(const struct up *u)
+upstream_address(const struct upstream *u)
 {
 	return u->address;
 }
 
-const struct up_stats *
-up_get_stats(const struct up *u)
+const struct upstream_stats *
+upstream_get_stats(const struct upstream *u)
 {
 	return &u->st;
 }

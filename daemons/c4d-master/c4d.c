@@ -19,6 +19,7 @@
 
 #include <event2/buffer.h>
 
+#include "clock.h"
 #include "log.h"
 #include "master.h"
 
@@ -34,36 +35,12 @@ struct c4d {
 	size_t keep_resolved;
 	struct srv *srv;
 	struct store *store;
-	struct webhooks *wh;
+	struct webhook_set *wh;
 	struct http *http;
 	struct c4d_entry *head, *tail; /* oldest transition first */
 	uint64_t last_ns;
 	struct c4d_stats stats;
 };
-
-static uint64_t
-c4d_wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static C4__Event *
-c4d_copy(const C4__Event *ev)
-{
-	size_t n = c4__event__get_packed_size(ev);
-	uint8_t *buf = malloc(n ? n : 1);
-	C4__Event *copy;
-
-	if (buf == NULL)
-		return NULL;
-	c4__event__pack(ev, buf);
-	copy = c4__event__unpack(NULL, n, buf);
-	free(buf);
-	return copy;
-}
 
 static struct c4d_entry *
 c4d_lookup(const struct c4d *m, const char *id)
@@ -130,7 +107,7 @@ static int
 c4d_remember(struct c4d *m, const C4__Event *ev, uint64_t updated_ns)
 {
 	struct c4d_entry *e = c4d_lookup(m, ev->id);
-	C4__Event *copy = c4d_copy(ev);
+	C4__Event *copy = msg_copy(ev);
 
 	if (copy == NULL)
 		return -1;
@@ -189,7 +166,7 @@ c4d_publish(struct c4d *m, const C4__Event *in)
 {
 	struct c4d_entry *prev;
 	C4__Event ev;
-	uint64_t now = c4d_wall_ns();
+	uint64_t now = clock_ns(CLOCK_REALTIME);
 	const char *const *names;
 	size_t nnames, len;
 	char *payload;
@@ -229,7 +206,7 @@ c4d_publish(struct c4d *m, const C4__Event *in)
 	payload = webhook_cloudevent(m->job, &ev, now, &len);
 	if (payload == NULL)
 		return -1;
-	names = webhooks_names(m->wh, &nnames);
+	names = webhook_names(m->wh, &nnames);
 	rc = store_put_event(m->store, &ev, now, names, nnames, payload, len);
 	free(payload);
 	if (rc < 0)
@@ -240,7 +217,7 @@ c4d_publish(struct c4d *m, const C4__Event *in)
 	log_info("event %s revision %llu %s: %s", ev.id,
 		 (unsigned long long)ev.revision, evjson_state_name(ev.state),
 		 ev.summary ? ev.summary : evjson_kind_name(ev.kind));
-	webhooks_kick(m->wh);
+	webhook_kick(m->wh);
 	return 0;
 }
 
@@ -361,7 +338,7 @@ c4d_metrics(struct evbuffer *b, void *arg)
 	C4D_METRIC("c4d_store_healthy", "1 while the store worker is healthy",
 		   1, (uint64_t)ss.healthy);
 #undef C4D_METRIC
-	if (webhooks_count(m->wh) == 0)
+	if (webhook_count(m->wh) == 0)
 		return;
 	{
 		static const struct {
@@ -380,10 +357,10 @@ c4d_metrics(struct evbuffer *b, void *arg)
 		for (size_t k = 0; k < sizeof(wm) / sizeof(wm[0]); k++) {
 			http_metric_head(b, wm[k].name, wm[k].help,
 					 wm[k].gauge);
-			for (size_t i = 0; i < webhooks_count(m->wh); i++) {
+			for (size_t i = 0; i < webhook_count(m->wh); i++) {
 				uint64_t v;
 
-				webhooks_get_stats(m->wh, i, &ws);
+				webhook_get_stats(m->wh, i, &ws);
 				v = k == 0   ? ws.delivered
 				    : k == 1 ? ws.failed
 				    : k == 2 ? ws.pending
@@ -474,8 +451,8 @@ c4d_open(struct c4d **out, struct event_base *base, const struct c4d_conf *conf,
 	}
 	log_info("event store %s: %llu open events continued", path,
 		 (unsigned long long)m->stats.open);
-	if (webhooks_new(&m->wh, base, m->store, conf->job, &conf->webhooks,
-			 err, sizeof(err)) < 0) {
+	if (webhook_new(&m->wh, base, m->store, conf->job, &conf->webhooks, err,
+			sizeof(err)) < 0) {
 		log_warnx("webhooks: %s", err);
 		goto fail;
 	}
@@ -505,7 +482,7 @@ c4d_close(struct c4d *m)
 	if (m == NULL)
 		return;
 	http_free(m->http);
-	webhooks_free(m->wh);
+	webhook_free(m->wh);
 	store_close(m->store);
 	for (e = m->head; e != NULL; e = next) {
 		next = e->next;
@@ -566,14 +543,14 @@ static const struct cfg_field c4d_fields[] = {
 	{"state_dir", CFG_STR, offsetof(struct c4d_conf, state_dir), 0, 0, 0,
 	 NULL, NULL, "directory of the event database"},
 	SRV_CONF_FIELD(offsetof(struct c4d_conf, server)),
-	DMN_CREDS_FIELD(offsetof(struct c4d_conf, credentials)),
+	DAEMON_CREDS_FIELD(offsetof(struct c4d_conf, credentials)),
 	{"webhooks", CFG_LIST, offsetof(struct c4d_conf, webhooks), 0, 0,
 	 C4D_WEBHOOKS_MAX, NULL, &webhook_conf_schema,
 	 "receivers of events as CloudEvents"},
 	HTTP_CONF_FIELD(offsetof(struct c4d_conf, http)),
 	{"events", CFG_SECTION, offsetof(struct c4d_conf, events), 0, 0, 0,
 	 NULL, &c4d_events_schema, "the in-memory event list"},
-	DMN_LOG_FIELD(offsetof(struct c4d_conf, log)),
+	DAEMON_LOG_FIELD(offsetof(struct c4d_conf, log)),
 };
 
 static void

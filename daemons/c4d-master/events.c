@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "fnv.h"
 #include "log.h"
 #include "vec.h"
 
@@ -55,9 +56,9 @@ events_adopted(struct events *evs, uint64_t skey)
 static uint64_t
 events_stable_key(const struct events *evs, const struct matrix_event *e)
 {
-	uint64_t h = HOSTS_HASH_INIT;
+	uint64_t h = FNV1A64_INIT;
 
-	h = hosts_hash(h, &e->kind, sizeof(e->kind));
+	h = fnv1a64(h, &e->kind, sizeof(e->kind));
 	for (unsigned i = 0; i < e->nsuspects; i++) {
 		const struct matrix_suspect *s = &e->suspects[i];
 		const char *host = hosts_name(evs->hosts, s->host);
@@ -66,14 +67,14 @@ events_stable_key(const struct events *evs, const struct matrix_event *e)
 		const char *pnic =
 			hosts_nic_name(evs->hosts, s->peer_host, s->peer_nic);
 
-		h = hosts_hash(h, &s->role, sizeof(s->role));
-		h = hosts_hash(h, host, strlen(host) + 1);
-		h = hosts_hash(h, nic, strlen(nic) + 1);
-		h = hosts_hash(h, &s->gpu, sizeof(s->gpu));
-		h = hosts_hash(h, &s->port, sizeof(s->port));
-		h = hosts_hash(h, phost, strlen(phost) + 1);
-		h = hosts_hash(h, pnic, strlen(pnic) + 1);
-		h = hosts_hash(h, &s->peer_gpu, sizeof(s->peer_gpu));
+		h = fnv1a64(h, &s->role, sizeof(s->role));
+		h = fnv1a64(h, host, strlen(host) + 1);
+		h = fnv1a64(h, nic, strlen(nic) + 1);
+		h = fnv1a64(h, &s->gpu, sizeof(s->gpu));
+		h = fnv1a64(h, &s->port, sizeof(s->port));
+		h = fnv1a64(h, phost, strlen(phost) + 1);
+		h = fnv1a64(h, pnic, strlen(pnic) + 1);
+		h = fnv1a64(h, &s->peer_gpu, sizeof(s->peer_gpu));
 	}
 	return h;
 }

@@ -7,22 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fnv.h"
 #include "vec.h"
-
-uint64_t
-hosts_hash(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h;
-}
 
 struct hosts_entry *
 hosts_find(struct hosts *hs, const char *name, int create, uint32_t *id)
 {
-	uint64_t h = hosts_hash(HOSTS_HASH_INIT, name, strlen(name));
+	uint64_t h = fnv1a64(FNV1A64_INIT, name, strlen(name));
 	uint32_t i;
 
 	/* Distinct names with equal hashes are told apart by probing on. */

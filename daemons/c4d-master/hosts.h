@@ -18,8 +18,6 @@
 #include "ingest.h"
 #include "u64map.h"
 
-#define HOSTS_HASH_INIT 1469598103934665603ull /* FNV-1a 64 offset basis */
-
 /* One host's interval of engine records, filled by telemetry.c. */
 struct hosts_window {
 	struct matrix_coll *coll;
@@ -45,13 +43,6 @@ struct hosts {
 	size_t n, cap;
 	struct u64map map; /* name hash -> index (collisions probed) */
 };
-
-/*
- * Folds n bytes at p into the FNV-1a 64 hash h and returns it; start from
- * HOSTS_HASH_INIT.  Host names are keyed with it and events.c keys an
- * anomaly by its hosts' names with it.  Reads p only.
- */
-uint64_t hosts_hash(uint64_t h, const void *p, size_t n);
 
 /*
  * Finds the host called name and stores its id in *id.  With create set,

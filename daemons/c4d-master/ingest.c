@@ -26,7 +26,7 @@ struct ingest {
 	uint64_t tick;
 	uint64_t data_ticks; /* ticks in which some host reported */
 	struct hosts hosts;
-	struct tele tele;
+	struct telemetry tele;
 	struct events events;
 
 	struct hosts_window input; /* the job-wide input of one tick, reused */
@@ -62,7 +62,7 @@ ingest_new(const char *job, const struct ingest_params *p,
 		mp.min_slowdown = p->min_slowdown;
 	g->m = matrix_new(&mp);
 	events_init(&g->events, g->job, &g->hosts, &g->st, publish, arg);
-	if (tele_init(&g->tele, &g->hosts, g->m, &g->st) < 0 ||
+	if (telemetry_init(&g->tele, &g->hosts, g->m, &g->st) < 0 ||
 	    g->job == NULL || g->m == NULL) {
 		ingest_free(g);
 		return NULL;
@@ -76,7 +76,7 @@ ingest_free(struct ingest *g)
 	if (g == NULL)
 		return;
 	matrix_free(g->m);
-	tele_free(&g->tele);
+	telemetry_free(&g->tele);
 	events_free(&g->events);
 	hosts_free(&g->hosts);
 	free(g->input.coll);
@@ -94,14 +94,14 @@ int
 ingest_register(struct ingest *g, const C4__CommRegister *m,
 		struct msg_err *err)
 {
-	return tele_register(&g->tele, m, err);
+	return telemetry_register(&g->tele, m, err);
 }
 
 int
 ingest_telemetry(struct ingest *g, const char *node,
 		 const C4__TelemetryBatch *b, struct msg_err *err)
 {
-	return tele_batch(&g->tele, node, b, err);
+	return telemetry_batch(&g->tele, node, b, err);
 }
 
 int
@@ -186,7 +186,7 @@ ingest_tick(struct ingest *g, uint64_t now_ns)
 		return -1;
 	if (nheard > 0)
 		g->data_ticks++;
-	tele_add_flights(&g->tele, g->input.conn, g->input.nconn);
+	telemetry_add_flights(&g->tele, g->input.conn, g->input.nconn);
 	ingest_analyze(g, nheard, now_ns);
 	events_expire(&g->events, g->data_ticks, g->tick, now_ns);
 	/* Keep this interval's connections for the matrix view. */
@@ -200,7 +200,7 @@ ingest_tick(struct ingest *g, uint64_t now_ns)
 	g->st.analysis_us_last = dt;
 	if (dt > g->st.analysis_us_max)
 		g->st.analysis_us_max = dt;
-	g->st.comms_incomplete = tele_comms_incomplete(&g->tele);
+	g->st.comms_incomplete = telemetry_comms_incomplete(&g->tele);
 	return 0;
 }
 

@@ -84,7 +84,7 @@ void ingest_free(struct ingest *g);
 
 /*
  * A registration from an agent (ranks may arrive in parts); see
- * tele_register() (telemetry.h).  Reads m only.  Returns 0, or -1 with err
+ * telemetry_register() (telemetry.h).  Reads m only.  Returns 0, or -1 with err
  * set for a registration to refuse (-1 with err untouched: no memory).
  */
 int ingest_register(struct ingest *g, const C4__CommRegister *m,
@@ -92,7 +92,7 @@ int ingest_register(struct ingest *g, const C4__CommRegister *m,
 
 /*
  * Queues a telemetry batch from the agent of host node for the next
- * ticks; see tele_batch() (telemetry.h).  Reads b only.  Returns 0, or -1
+ * ticks; see telemetry_batch() (telemetry.h).  Reads b only.  Returns 0, or -1
  * with err set for a batch to refuse (-1 with err untouched: no memory).
  */
 int ingest_telemetry(struct ingest *g, const char *node,

@@ -240,8 +240,8 @@ c4d_tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	ingest_tick(cm->ingest, clock_ns(CLOCK_REALTIME));
-	if (dmn_tick_arm(cm->tick, cm->interval_ms,
-			 cm->interval_ms / CLOCK_TICK_MASTER_DIV, 0) < 0)
+	if (daemon_tick_arm(cm->tick, cm->interval_ms,
+			    cm->interval_ms / CLOCK_TICK_MASTER_DIV, 0) < 0)
 		log_warnx("cannot arm the analysis tick");
 }
 
@@ -279,8 +279,8 @@ c4d_start(struct dmn *d)
 	/* Events open at the last stop continue under their ids. */
 	c4d_each_open(cm->m, c4d_adopt_cb, cm);
 	cm->interval_ms = (uint32_t)c->detection.interval;
-	return dmn_tick_arm(cm->tick, cm->interval_ms,
-			    cm->interval_ms / CLOCK_TICK_MASTER_DIV, 1);
+	return daemon_tick_arm(cm->tick, cm->interval_ms,
+			       cm->interval_ms / CLOCK_TICK_MASTER_DIV, 1);
 }
 
 /* Reports the HTTP address next to server.listen (C4_LISTEN=). */
@@ -325,7 +325,7 @@ c4d_stop(struct dmn *d)
 	d->state = NULL;
 }
 
-static const struct dmn_spec c4d_spec = {
+static const struct daemon_spec c4d_spec = {
 	.name = "c4d-master",
 	.default_config = C4_SYSCONFDIR "/c4d-master.yaml",
 	.schema = &c4d_schema,
@@ -352,7 +352,7 @@ static const struct dmn_spec c4d_spec = {
 int
 main(int argc, char **argv)
 {
-	struct dmn_spec spec = c4d_spec;
+	struct daemon_spec spec = c4d_spec;
 
-	return dmn_main(argc, argv, &spec);
+	return daemon_main(argc, argv, &spec);
 }

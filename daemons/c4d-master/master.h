@@ -78,7 +78,7 @@ struct c4d_conf {
 	struct cfg_list webhooks; /* struct webhook_conf */
 	struct http_conf http;
 	struct c4d_events_conf events;
-	struct dmn_log_conf log;
+	struct daemon_log_conf log;
 };
 extern const struct cfg_schema c4d_schema;
 
@@ -167,7 +167,7 @@ void store_get_stats(struct store *st, struct store_stats *out);
 void store_close(struct store *st);
 
 /* ---- webhooks (webhook.c) ----------------------------------------------- */
-struct webhooks;
+struct webhook_set;
 
 struct webhook_stats {
 	const char *name;
@@ -183,28 +183,28 @@ struct webhook_stats {
  * undelivered rows.  Strings are copied; base and st are kept and must
  * outlive the senders.  Returns 0 with *out set, or -1 with *out NULL and
  * err filled (a bad URL, an unreadable token file, out of memory).  Runs
- * on base's thread, like every webhooks_ function.
+ * on base's thread, like every webhook_ function.
  */
-int webhooks_new(struct webhooks **out, struct event_base *base,
-		 struct store *st, const char *job,
-		 const struct cfg_list *confs, char *err, size_t errlen);
+int webhook_new(struct webhook_set **out, struct event_base *base,
+		struct store *st, const char *job, const struct cfg_list *confs,
+		char *err, size_t errlen);
 /* The names, for store_put_event(). */
-const char *const *webhooks_names(const struct webhooks *w, size_t *n);
+const char *const *webhook_names(const struct webhook_set *w, size_t *n);
 /* New outbox rows were queued: idle senders look again. */
-void webhooks_kick(struct webhooks *w);
+void webhook_kick(struct webhook_set *w);
 /*
  * The number of webhooks, and a copy of webhook i's counters into *out
- * (i < webhooks_count(); out->name points into w).  Change nothing.
+ * (i < webhook_count(); out->name points into w).  Change nothing.
  */
-size_t webhooks_count(const struct webhooks *w);
-void webhooks_get_stats(const struct webhooks *w, size_t i,
-			struct webhook_stats *out);
+size_t webhook_count(const struct webhook_set *w);
+void webhook_get_stats(const struct webhook_set *w, size_t i,
+		       struct webhook_stats *out);
 /*
  * Stops every sender and frees w (NULL is fine).  Requests in flight are
  * abandoned: their rows stay undelivered in the store and go out again
  * after the next start.  The store stays open.
  */
-void webhooks_free(struct webhooks *w);
+void webhook_free(struct webhook_set *w);
 /* The CloudEvents 1.0 JSON body of ev (malloc'd, one line). */
 char *webhook_cloudevent(const char *job, const C4__Event *ev, uint64_t time_ns,
 			 size_t *len);

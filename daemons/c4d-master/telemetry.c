@@ -17,8 +17,8 @@
 #include "vec.h"
 
 int
-tele_init(struct tele *t, struct hosts *hosts, struct matrix *m,
-	  struct ingest_stats *st)
+telemetry_init(struct telemetry *t, struct hosts *hosts, struct matrix *m,
+	       struct ingest_stats *st)
 {
 	memset(t, 0, sizeof(*t));
 	t->hosts = hosts;
@@ -32,7 +32,7 @@ tele_init(struct tele *t, struct hosts *hosts, struct matrix *m,
 
 /* A communicator destroyed by the job leaves the engine's judgement. */
 static void
-tele_retire(struct tele *t, uint64_t hash)
+telemetry_retire(struct telemetry *t, uint64_t hash)
 {
 	uint32_t ci;
 
@@ -45,10 +45,11 @@ tele_retire(struct tele *t, uint64_t hash)
 }
 
 /* The communicator m registers, created on its first registration. */
-static struct tele_comm *
-tele_comm_get(struct tele *t, const C4__CommRegister *m, struct msg_err *err)
+static struct telemetry_comm *
+telemetry_comm_get(struct telemetry *t, const C4__CommRegister *m,
+		   struct msg_err *err)
 {
-	struct tele_comm *c;
+	struct telemetry_comm *c;
 	uint32_t ci;
 
 	if (u64map_get(&t->comm_map, m->comm_hash, &ci) == 0) {
@@ -88,7 +89,8 @@ tele_comm_get(struct tele *t, const C4__CommRegister *m, struct msg_err *err)
 
 /* Records where each rank of m runs; the engine's map is fixed once added. */
 static int
-tele_place_ranks(struct tele *t, struct tele_comm *c, const C4__CommRegister *m)
+telemetry_place_ranks(struct telemetry *t, struct telemetry_comm *c,
+		      const C4__CommRegister *m)
 {
 	for (size_t i = 0; i < m->n_ranks; i++) {
 		const C4__RankInfo *r = m->ranks[i];
@@ -119,24 +121,25 @@ tele_place_ranks(struct tele *t, struct tele_comm *c, const C4__CommRegister *m)
 }
 
 int
-tele_register(struct tele *t, const C4__CommRegister *m, struct msg_err *err)
+telemetry_register(struct telemetry *t, const C4__CommRegister *m,
+		   struct msg_err *err)
 {
-	struct tele_comm *c;
+	struct telemetry_comm *c;
 
 	if (m->has_destroyed && m->destroyed) {
 		/*
 		 * The job destroyed the communicator: its ranks go quiet on
 		 * purpose, which must not read as a hang or a lost node.
 		 */
-		tele_retire(t, m->comm_hash);
+		telemetry_retire(t, m->comm_hash);
 		t->st->registrations++;
 		return 0;
 	}
-	c = tele_comm_get(t, m, err);
+	c = telemetry_comm_get(t, m, err);
 	if (c == NULL)
 		return -1;
 	t->st->registrations++;
-	if (tele_place_ranks(t, c, m) < 0)
+	if (telemetry_place_ranks(t, c, m) < 0)
 		return -1;
 	if (c->retired) {
 		/* Registered again after a destroy: the engine judges anew. */
@@ -163,7 +166,7 @@ tele_register(struct tele *t, const C4__CommRegister *m, struct msg_err *err)
 
 /* Wire duration stats (ns) to engine stats (us). */
 static void
-tele_duration(const C4__DurationStats *d, struct matrix_stats *o)
+telemetry_duration(const C4__DurationStats *d, struct matrix_stats *o)
 {
 	static const double qs[3] = {0.50, 0.90, 0.99};
 	double q[3];
@@ -191,7 +194,7 @@ tele_duration(const C4__DurationStats *d, struct matrix_stats *o)
 }
 
 static uint8_t
-tele_algo(C4__Algorithm a, C4__CollFunc f)
+telemetry_algo(C4__Algorithm a, C4__CollFunc f)
 {
 	if (f == C4__COLL_FUNC__COLL_SENDRECV ||
 	    f == C4__COLL_FUNC__COLL_ALLTOALL)
@@ -210,7 +213,7 @@ tele_algo(C4__Algorithm a, C4__CollFunc f)
 }
 
 static uint8_t
-tele_transport(C4__TransportClass t)
+telemetry_transport(C4__TransportClass t)
 {
 	switch (t) {
 	case C4__TRANSPORT_CLASS__TRANSPORT_NVLINK:
@@ -230,7 +233,7 @@ tele_transport(C4__TransportClass t)
  * none), a Progress entry's the newest ever; the engine wants the latter.
  */
 static const C4__Progress *
-tele_progress_of(const C4__TelemetryBatch *b, uint64_t comm, uint32_t rank)
+telemetry_progress_of(const C4__TelemetryBatch *b, uint64_t comm, uint32_t rank)
 {
 	for (size_t i = 0; i < b->n_progress; i++)
 		if (b->progress[i]->comm_hash == comm &&
@@ -240,8 +243,8 @@ tele_progress_of(const C4__TelemetryBatch *b, uint64_t comm, uint32_t rank)
 }
 
 static int
-tele_window_coll(struct hosts_window *w, const C4__RankCollSummary *c,
-		 const C4__OpStats *op, const C4__Progress *p)
+telemetry_window_coll(struct hosts_window *w, const C4__RankCollSummary *c,
+		      const C4__OpStats *op, const C4__Progress *p)
 {
 	struct matrix_coll *o;
 
@@ -267,19 +270,20 @@ tele_window_coll(struct hosts_window *w, const C4__RankCollSummary *c,
 	o->t_first_ns = (int64_t)c->first_start_ns;
 	if (op != NULL) {
 		o->op = (uint8_t)op->func;
-		o->algo = tele_algo(op->algorithm, op->func);
+		o->algo = telemetry_algo(op->algorithm, op->func);
 		o->proto = (uint8_t)op->protocol;
 		o->nops = (uint32_t)op->count;
 		o->bytes = op->bytes;
-		tele_duration(op->kernel_time, &o->kernel);
-		tele_duration(op->gap_time, &o->gap);
+		telemetry_duration(op->kernel_time, &o->kernel);
+		telemetry_duration(op->gap_time, &o->gap);
 	}
 	return 0;
 }
 
-/* 1 when comm is a registered 2-rank communicator (see tele_add_flights). */
+/* 1 when comm is a registered 2-rank communicator (see telemetry_add_flights).
+ */
 static int
-tele_pair(const struct tele *t, uint64_t comm)
+telemetry_pair(const struct telemetry *t, uint64_t comm)
 {
 	uint32_t ci;
 
@@ -295,13 +299,13 @@ tele_pair(const struct tele *t, uint64_t comm)
  * interval), 0 otherwise, -1 without memory.
  */
 static int
-tele_timing(struct tele *t, const C4__ConnSummary *c)
+telemetry_timing(struct telemetry *t, const C4__ConnSummary *c)
 {
 	int only =
 		c->receiver || (c->bytes == 0 && c->chunks == 0 &&
 				c->pending_chunks == 0 && c->n_timed_seq > 0);
 
-	if (c->n_timed_seq == 0 || !tele_pair(t, c->comm_hash))
+	if (c->n_timed_seq == 0 || !telemetry_pair(t, c->comm_hash))
 		return only;
 	if (c->n_timed_chunks != c->n_timed_seq ||
 	    c->n_timed_mean_ns != c->n_timed_seq) {
@@ -317,19 +321,19 @@ tele_timing(struct tele *t, const C4__ConnSummary *c)
 
 /* Fills a window from one batch; the records are checked by the engine. */
 static int
-tele_window_fill(struct tele *t, struct hosts_window *w,
-		 const C4__TelemetryBatch *b)
+telemetry_window_fill(struct telemetry *t, struct hosts_window *w,
+		      const C4__TelemetryBatch *b)
 {
 	hosts_window_clear(w);
 	for (size_t i = 0; i < b->n_colls; i++) {
 		const C4__RankCollSummary *c = b->colls[i];
 		const C4__Progress *p =
-			tele_progress_of(b, c->comm_hash, c->rank);
+			telemetry_progress_of(b, c->comm_hash, c->rank);
 
-		if (c->n_ops == 0 && tele_window_coll(w, c, NULL, p) < 0)
+		if (c->n_ops == 0 && telemetry_window_coll(w, c, NULL, p) < 0)
 			return -1;
 		for (size_t j = 0; j < c->n_ops; j++)
-			if (tele_window_coll(w, c, c->ops[j], p) < 0)
+			if (telemetry_window_coll(w, c, c->ops[j], p) < 0)
 				return -1;
 	}
 	/* Progress markers of ranks with no collective summary. */
@@ -345,7 +349,7 @@ tele_window_fill(struct tele *t, struct hosts_window *w,
 			continue;
 		c.comm_hash = p->comm_hash;
 		c.rank = p->rank;
-		if (tele_window_coll(w, &c, NULL, p) < 0)
+		if (telemetry_window_coll(w, &c, NULL, p) < 0)
 			return -1;
 	}
 	if (vec_reserve((void **)&w->conn, &w->cconn, b->n_conns,
@@ -356,7 +360,7 @@ tele_window_fill(struct tele *t, struct hosts_window *w,
 	for (size_t i = 0; i < b->n_conns; i++) {
 		const C4__ConnSummary *c = b->conns[i];
 		struct matrix_conn *o;
-		int only = tele_timing(t, c);
+		int only = telemetry_timing(t, c);
 
 		if (only < 0)
 			return -1;
@@ -368,13 +372,13 @@ tele_window_fill(struct tele *t, struct hosts_window *w,
 		o->src = c->src_rank;
 		o->dst = c->dst_rank;
 		o->channels = c->channel_mask;
-		o->transport = tele_transport(c->transport);
-		o->algo = tele_algo(c->algorithm,
-				    C4__COLL_FUNC__COLL_UNSPECIFIED);
+		o->transport = telemetry_transport(c->transport);
+		o->algo = telemetry_algo(c->algorithm,
+					 C4__COLL_FUNC__COLL_UNSPECIFIED);
 		o->bytes = c->bytes;
 		o->chunks = c->chunks;
 		o->pending = c->pending_chunks;
-		tele_duration(c->transfer_time, &o->xfer);
+		telemetry_duration(c->transfer_time, &o->xfer);
 	}
 	for (size_t i = 0; i < b->n_waits; i++) {
 		const C4__WaitSummary *s = b->waits[i];
@@ -398,8 +402,8 @@ tele_window_fill(struct tele *t, struct hosts_window *w,
 	return 0;
 }
 int
-tele_batch(struct tele *t, const char *node, const C4__TelemetryBatch *b,
-	   struct msg_err *err)
+telemetry_batch(struct telemetry *t, const char *node,
+		const C4__TelemetryBatch *b, struct msg_err *err)
 {
 	const char *name = b->host && b->host[0] ? b->host : node;
 	struct hosts_window *w;
@@ -419,7 +423,7 @@ tele_batch(struct tele *t, const char *node, const C4__TelemetryBatch *b,
 		return -1;
 	w = hosts_slot(h, &dropped);
 	t->st->windows_dropped += (uint64_t)dropped;
-	if (tele_window_fill(t, w, b) < 0) {
+	if (telemetry_window_fill(t, w, b) < 0) {
 		hosts_window_clear(w);
 		return -1;
 	}
@@ -441,7 +445,7 @@ tele_batch(struct tele *t, const char *node, const C4__TelemetryBatch *b,
  * (docs/nccl.md, 7.1); their timings are not kept.
  */
 void
-tele_add_flights(struct tele *t, struct matrix_conn *conn, size_t n)
+telemetry_add_flights(struct telemetry *t, struct matrix_conn *conn, size_t n)
 {
 	struct flight_stats fs;
 	double ex;
@@ -449,7 +453,7 @@ tele_add_flights(struct tele *t, struct matrix_conn *conn, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		struct matrix_conn *o = &conn[i];
 
-		if (!tele_pair(t, o->comm) ||
+		if (!telemetry_pair(t, o->comm) ||
 		    flight_take(t->fl, o->comm, o->src, o->dst, &ex) <= 0 ||
 		    o->xfer.count == 0 || !(ex > 0))
 			continue;
@@ -466,8 +470,8 @@ tele_add_flights(struct tele *t, struct matrix_conn *conn, size_t n)
 	t->st->flights_unmatched = fs.unmatched + fs.mismatch;
 }
 
-const struct tele_comm *
-tele_comm_find(const struct tele *t, uint64_t hash)
+const struct telemetry_comm *
+telemetry_comm_find(const struct telemetry *t, uint64_t hash)
 {
 	uint32_t ci;
 
@@ -475,7 +479,7 @@ tele_comm_find(const struct tele *t, uint64_t hash)
 }
 
 uint64_t
-tele_comms_incomplete(const struct tele *t)
+telemetry_comms_incomplete(const struct telemetry *t)
 {
 	uint64_t n = 0;
 
@@ -485,7 +489,7 @@ tele_comms_incomplete(const struct tele *t)
 }
 
 void
-tele_free(struct tele *t)
+telemetry_free(struct telemetry *t)
 {
 	flight_free(t->fl);
 	for (size_t i = 0; i < t->ncomms; i++) {

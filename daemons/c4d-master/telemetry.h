@@ -22,7 +22,7 @@
 #include "u64map.h"
 
 /* A communicator as registered; map and known have nranks entries. */
-struct tele_comm {
+struct telemetry_comm {
 	uint64_t hash;
 	uint32_t nranks;
 	uint32_t nknown;
@@ -33,12 +33,12 @@ struct tele_comm {
 	int retired; /* destroyed by the job */
 };
 
-struct tele {
+struct telemetry {
 	struct hosts *hosts;	 /* borrowed: hosts are added here */
 	struct matrix *m;	 /* borrowed: the engine */
 	struct ingest_stats *st; /* borrowed: counters kept here */
 	struct flight *fl;	 /* owned */
-	struct tele_comm *comms;
+	struct telemetry_comm *comms;
 	size_t ncomms, ccomms;
 	struct u64map comm_map;
 };
@@ -46,10 +46,10 @@ struct tele {
 /*
  * Sets t up over the caller's hosts, engine and counters, which must
  * outlive it, and creates its flight matcher.  Returns 0, or -1 without
- * memory (then tele_free() is still safe).
+ * memory (then telemetry_free() is still safe).
  */
-int tele_init(struct tele *t, struct hosts *hosts, struct matrix *m,
-	      struct ingest_stats *st);
+int telemetry_init(struct telemetry *t, struct hosts *hosts, struct matrix *m,
+		   struct ingest_stats *st);
 
 /*
  * Applies one registration from an agent (ranks may arrive in parts):
@@ -60,8 +60,8 @@ int tele_init(struct tele *t, struct hosts *hosts, struct matrix *m,
  * contradicts an earlier one or that the engine refuses (-1 with err
  * untouched: out of memory).
  */
-int tele_register(struct tele *t, const C4__CommRegister *m,
-		  struct msg_err *err);
+int telemetry_register(struct telemetry *t, const C4__CommRegister *m,
+		       struct msg_err *err);
 
 /*
  * Queues the batch b from the agent of host node (b->host, when set,
@@ -70,8 +70,8 @@ int tele_register(struct tele *t, const C4__CommRegister *m,
  * flight matcher.  Reads b only.  Returns 0, or -1 with err set for a
  * batch without a host name (-1 with err untouched: out of memory).
  */
-int tele_batch(struct tele *t, const char *node, const C4__TelemetryBatch *b,
-	       struct msg_err *err);
+int telemetry_batch(struct telemetry *t, const char *node,
+		    const C4__TelemetryBatch *b, struct msg_err *err);
 
 /*
  * Folds into the transfer times of conn[0..n), the job's connections of
@@ -79,15 +79,17 @@ int tele_batch(struct tele *t, const char *node, const C4__TelemetryBatch *b,
  * show, for 2-rank communicators (those timings are then consumed).
  * Updates the flight counters; changes nothing else.
  */
-void tele_add_flights(struct tele *t, struct matrix_conn *conn, size_t n);
+void telemetry_add_flights(struct telemetry *t, struct matrix_conn *conn,
+			   size_t n);
 
 /* The communicator with that hash, or NULL; valid until the next one. */
-const struct tele_comm *tele_comm_find(const struct tele *t, uint64_t hash);
+const struct telemetry_comm *telemetry_comm_find(const struct telemetry *t,
+						 uint64_t hash);
 
 /* Communicators with ranks not yet registered. */
-uint64_t tele_comms_incomplete(const struct tele *t);
+uint64_t telemetry_comms_incomplete(const struct telemetry *t);
 
 /* Frees the communicators and the flight matcher, not what is borrowed. */
-void tele_free(struct tele *t);
+void telemetry_free(struct telemetry *t);
 
 #endif

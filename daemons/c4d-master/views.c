@@ -38,7 +38,7 @@ views_job(const struct views_src *s, const char *job, uint32_t agents,
 static uint64_t
 views_default_comm(const struct views_src *s)
 {
-	const struct tele *t = s->tele;
+	const struct telemetry *t = s->tele;
 	uint64_t hot = events_hot_comm(s->events), best = 0;
 	size_t bestn = 0;
 
@@ -62,11 +62,11 @@ int
 views_ranks(const struct views_src *s, uint64_t comm, struct arena *a,
 	    C4__AdminReply *r)
 {
-	const struct tele_comm *c;
+	const struct telemetry_comm *c;
 
 	if (comm == 0)
 		comm = views_default_comm(s);
-	c = tele_comm_find(s->tele, comm);
+	c = telemetry_comm_find(s->tele, comm);
 	if (c == NULL)
 		return 0;
 	r->ranks =

@@ -22,7 +22,7 @@
 /* What the views read; all of it borrowed from the pipeline. */
 struct views_src {
 	const struct hosts *hosts;
-	const struct tele *tele;
+	const struct telemetry *tele;
 	const struct events *events;
 	const struct matrix_conn *last; /* the last analysed interval's */
 	size_t nlast;

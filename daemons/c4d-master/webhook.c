@@ -25,6 +25,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "clock.h"
 #include "json.h"
 #include "log.h"
 #include "master.h"
@@ -37,7 +38,7 @@ enum webhook_phase {
 };
 
 struct webhook {
-	struct webhooks *set;
+	struct webhook_set *set;
 	char *name;
 	int64_t timeout, max_backoff; /* ms */
 	char *token;
@@ -58,7 +59,7 @@ struct webhook {
 	uint64_t oldest_ns;
 };
 
-struct webhooks {
+struct webhook_set {
 	struct event_base *base;
 	struct evdns_base *dns;
 	struct store *store;
@@ -237,15 +238,6 @@ webhook_later(struct webhook *w)
 	evtimer_add(w->timer, &tv);
 }
 
-static uint64_t
-webhook_wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void
 webhook_drop_row(struct webhook *w)
 {
@@ -275,7 +267,8 @@ webhook_retry(struct webhook *w, const char *why)
 	log_warnx("%s: %s not delivered (%s); retry in %lld ms", w->name,
 		  w->ce_id, why, (long long)delay);
 	store_outbox_failed(w->set->store, w->seq,
-			    webhook_wall_ns() + (uint64_t)delay * 1000000u);
+			    clock_ns(CLOCK_REALTIME) +
+				    (uint64_t)delay * 1000000u);
 	w->phase = WH_WAITING;
 	tv.tv_sec = delay / 1000;
 	tv.tv_usec = (delay % 1000) * 1000;
@@ -455,11 +448,11 @@ webhook_read_token(const char *path, char *err, size_t errlen)
  * filled.
  */
 int
-webhooks_new(struct webhooks **out, struct event_base *base, struct store *st,
-	     const char *job, const struct cfg_list *confs, char *err,
-	     size_t errlen)
+webhook_new(struct webhook_set **out, struct event_base *base, struct store *st,
+	    const char *job, const struct cfg_list *confs, char *err,
+	    size_t errlen)
 {
-	struct webhooks *s = calloc(1, sizeof(*s));
+	struct webhook_set *s = calloc(1, sizeof(*s));
 	const struct webhook_conf *cv = confs->items;
 
 	(void)job;
@@ -515,19 +508,19 @@ webhooks_new(struct webhooks **out, struct event_base *base, struct store *st,
 nomem:
 	snprintf(err, errlen, "out of memory");
 fail:
-	webhooks_free(s);
+	webhook_free(s);
 	return -1;
 }
 
 const char *const *
-webhooks_names(const struct webhooks *s, size_t *n)
+webhook_names(const struct webhook_set *s, size_t *n)
 {
 	*n = s->n;
 	return s->names;
 }
 
 void
-webhooks_kick(struct webhooks *s)
+webhook_kick(struct webhook_set *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		struct webhook *w = &s->v[i];
@@ -540,21 +533,21 @@ webhooks_kick(struct webhooks *s)
 }
 
 size_t
-webhooks_count(const struct webhooks *s)
+webhook_count(const struct webhook_set *s)
 {
 	return s->n;
 }
 
 void
-webhooks_get_stats(const struct webhooks *s, size_t i,
-		   struct webhook_stats *out)
+webhook_get_stats(const struct webhook_set *s, size_t i,
+		  struct webhook_stats *out)
 {
 	const struct webhook *w = &s->v[i];
 
 	*out = w->stats;
 	out->oldest_age_ms = 0;
 	if (w->oldest_ns != 0) {
-		uint64_t now = webhook_wall_ns();
+		uint64_t now = clock_ns(CLOCK_REALTIME);
 
 		if (now > w->oldest_ns)
 			out->oldest_age_ms = (now - w->oldest_ns) / 1000000u;
@@ -566,7 +559,7 @@ webhooks_get_stats(const struct webhooks *s, size_t i,
  * undelivered and go out again after the next start).
  */
 void
-webhooks_free(struct webhooks *s)
+webhook_free(struct webhook_set *s)
 {
 	if (s == NULL)
 		return;

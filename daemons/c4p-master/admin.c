@@ -36,7 +36,7 @@ admin_link(struct c4p *p, struct arena *ar, uint32_t id)
 	if (s == NULL)
 		return NULL;
 	c4__link_state__init(s);
-	topo_link_name(t, id, name, sizeof(name));
+	addrplan_link_name(t, id, name, sizeof(name));
 	alloc_link_load(p->alloc, id, &up, &down);
 	s->link_id = arena_strdup(ar, name);
 	s->has_status = 1;
@@ -276,7 +276,7 @@ admin_link_set(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 			 "required");
 		return -1;
 	}
-	link = topo_link_lookup(p->topo, q->link_id);
+	link = addrplan_link_lookup(p->topo, q->link_id);
 	if (link == TOPO_NONE) {
 		snprintf(err->text, sizeof(err->text),
 			 "link set: no link '%s' (see c4ctl links)",

@@ -56,7 +56,7 @@
 #define C4P_PROBE_WANT_MAX   65536 /* pairs waiting for an on-demand probe */
 /*
  * After a frame the loop polls this long for the next one before it sleeps
- * (dmn_run): a client asking for one connection after another sends its
+ * (daemon_run): a client asking for one connection after another sends its
  * next request 5-15 us after its answer.
  */
 #define C4P_POLL_US 50
@@ -77,7 +77,7 @@ struct c4p_probe_conf {
 struct c4p_conf {
 	struct srv_conf server;
 	struct cfg_list credentials;
-	struct dmn_log_conf log;
+	struct daemon_log_conf log;
 	char *topology;	   /* YAML fabric file */
 	char *state_dir;   /* holds c4p-master.db */
 	int64_t lease;	   /* ms, lease of a request unless renewed */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "c4p.h"
+#include "fnv.h"
 #include "hold.h"
 
 #define HOLD_BUCKETS_MIN 1024u
@@ -23,14 +24,11 @@ struct hold {
 	size_t nb, n;
 };
 
+/* The bucket of key in a table of nb buckets, nb a power of two. */
 static size_t
-hold_hash(const char *s)
+hold_bucket(size_t nb, const char *key)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return (size_t)h;
+	return (size_t)fnv1a64_str(FNV1A64_INIT, key) & (nb - 1);
 }
 
 struct hold *
@@ -79,7 +77,7 @@ hold_grow(struct hold *h)
 		struct hold_ent *e = h->b[i], *nx;
 
 		for (; e != NULL; e = nx) {
-			size_t k = hold_hash(e->key) & (nb - 1);
+			size_t k = hold_bucket(nb, e->key);
 
 			nx = e->next;
 			e->next = b[k];
@@ -94,7 +92,7 @@ hold_grow(struct hold *h)
 int
 hold_set(struct hold *h, const char *key, struct c4p_sess *sess)
 {
-	size_t k = hold_hash(key) & (h->nb - 1);
+	size_t k = hold_bucket(h->nb, key);
 	struct hold_ent *e;
 
 	for (e = h->b[k]; e != NULL; e = e->next)
@@ -117,7 +115,7 @@ hold_set(struct hold *h, const char *key, struct c4p_sess *sess)
 struct c4p_sess *
 hold_get(const struct hold *h, const char *key)
 {
-	const struct hold_ent *e = h->b[hold_hash(key) & (h->nb - 1)];
+	const struct hold_ent *e = h->b[hold_bucket(h->nb, key)];
 
 	for (; e != NULL; e = e->next)
 		if (strcmp(e->key, key) == 0)
@@ -128,7 +126,7 @@ hold_get(const struct hold *h, const char *key)
 void
 hold_del(struct hold *h, const char *key)
 {
-	struct hold_ent **pp = &h->b[hold_hash(key) & (h->nb - 1)], *e;
+	struct hold_ent **pp = &h->b[hold_bucket(h->nb, key)], *e;
 
 	for (; (e = *pp) != NULL; pp = &e->next)
 		if (strcmp(e->key, key) == 0) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fnv.h"
 #include "jobs.h"
 #include "store.h"
 
@@ -20,21 +21,12 @@ struct jobs {
 	size_t nslots;	 /* a power of two */
 };
 
-static uint64_t
-jobs_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
 /* The slot holding name, or the empty slot where it would go. */
 static size_t
 jobs_slot(const struct jobs *j, const char *name)
 {
-	size_t mask = j->nslots - 1, i = (size_t)jobs_hash(name) & mask;
+	size_t mask = j->nslots - 1,
+	       i = (size_t)fnv1a64_str(FNV1A64_INIT, name) & mask;
 
 	while (j->slots[i] != 0 && strcmp(j->names[j->slots[i] - 1], name))
 		i = (i + 1) & mask;

@@ -77,8 +77,8 @@ static const struct cfg_schema c4p_probe_schema = {
 
 static const struct cfg_field c4p_fields[] = {
 	SRV_CONF_FIELD(offsetof(struct c4p_conf, server)),
-	DMN_CREDS_FIELD(offsetof(struct c4p_conf, credentials)),
-	DMN_LOG_FIELD(offsetof(struct c4p_conf, log)),
+	DAEMON_CREDS_FIELD(offsetof(struct c4p_conf, credentials)),
+	DAEMON_LOG_FIELD(offsetof(struct c4p_conf, log)),
 	{"topology", CFG_STR, offsetof(struct c4p_conf, topology), CFG_REQUIRED,
 	 0, 0, NULL, NULL, "fabric YAML file (relative to this file's folder)"},
 	{"state_dir", CFG_STR, offsetof(struct c4p_conf, state_dir),
@@ -153,7 +153,7 @@ c4p_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
 		return;
 	/* The fabric is part of the configuration: -n reports its errors. */
 	c4p_rel_path(d->file, c->topology, path, sizeof(path));
-	if (topo_load_yaml(path, &t, &td) < 0)
+	if (topo_yaml_load(path, &t, &td) < 0)
 		c4p_diag_merge(d, &td);
 	cfg_diag_free(&td);
 	topo_free(t);
@@ -278,7 +278,7 @@ c4p_start(struct dmn *d)
 	p->conf = conf;
 	d->state = p;
 	c4p_rel_path(d->conf_path, conf->topology, path, sizeof(path));
-	if (topo_load_yaml(path, &p->topo, &td) < 0) {
+	if (topo_yaml_load(path, &p->topo, &td) < 0) {
 		for (size_t i = 0; i < td.n; i++)
 			log_errx("%s", td.msgs[i]);
 		cfg_diag_free(&td);
@@ -380,7 +380,7 @@ c4p_stop(struct dmn *d)
 int
 main(int argc, char **argv)
 {
-	static const struct dmn_spec spec = {
+	static const struct daemon_spec spec = {
 		.name = "c4p-master",
 		.default_config = C4_SYSCONFDIR "/c4p-master.yaml",
 		.schema = &c4p_schema,
@@ -407,5 +407,5 @@ main(int argc, char **argv)
 		fprintf(stderr, "c4p-master: libevent without threads\n");
 		return 1;
 	}
-	return dmn_main(argc, argv, &spec);
+	return daemon_main(argc, argv, &spec);
 }

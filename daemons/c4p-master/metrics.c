@@ -61,7 +61,7 @@ metrics_links(struct evbuffer *b, const struct c4p *p, const char *base)
 					  t->leaves[l->leaf].name);
 			http_label_escape(spine, sizeof(spine),
 					  t->spines[l->spine].name);
-			topo_link_name(t, i, name, sizeof(name));
+			addrplan_link_name(t, i, name, sizeof(name));
 			http_label_escape(link, sizeof(link), name);
 			n = snprintf(lab, sizeof(lab),
 				     "%s,leaf=\"%s\",spine=\"%s\",link=\"%s\"",

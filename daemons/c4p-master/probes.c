@@ -397,7 +397,7 @@ probes_resolve(const struct topo *t, uint32_t sip, uint32_t dip, uint8_t side,
 		return -1;
 	/* TTL 1: the source leaf, from its port facing our NIC port. */
 	a = probes_hop_addr(pp, 1, NULL, NULL, NULL);
-	if (a == 0 || topo_if_lookup(t, a, &id) != TOPO_IF_LEAF_PORT ||
+	if (a == 0 || addrplan_if_lookup(t, a, &id) != ADDRPLAN_IF_LEAF_PORT ||
 	    id != sp)
 		return -1;
 	r->src_leaf = t->ports[sp].leaf;
@@ -409,14 +409,15 @@ probes_resolve(const struct topo *t, uint32_t sip, uint32_t dip, uint8_t side,
 		r->hops = 1;
 		r->dst_leaf = r->src_leaf;
 	} else {
-		if (topo_if_lookup(t, a, &id) != TOPO_IF_CABLE_SPINE ||
+		if (addrplan_if_lookup(t, a, &id) != ADDRPLAN_IF_CABLE_SPINE ||
 		    t->links[id].leaf != r->src_leaf)
 			return -1;
 		r->up_link = id;
 		r->spine = t->links[id].spine;
 		/* TTL 3: the down cable, hence the destination leaf. */
 		a = probes_hop_addr(pp, 3, NULL, &sent, &recv);
-		if (a == 0 || topo_if_lookup(t, a, &id) != TOPO_IF_CABLE_LEAF ||
+		if (a == 0 ||
+		    addrplan_if_lookup(t, a, &id) != ADDRPLAN_IF_CABLE_LEAF ||
 		    t->links[id].spine != r->spine)
 			return -1;
 		r->down_link = id;
@@ -586,7 +587,7 @@ probes_mark(struct probes *pb, uint32_t link, bool up, const char *why)
 	char name[3 * TOPO_NAME_MAX], reason[256];
 	uint32_t moved = 0, stranded = 0;
 
-	topo_link_name(p->topo, link, name, sizeof(name));
+	addrplan_link_name(p->topo, link, name, sizeof(name));
 	snprintf(reason, sizeof(reason), "link %s %s (probe: %s)", name,
 		 up ? "up" : "down", why);
 	if (link_set_state(p, link, up, reason, &moved, &stranded) < 0) {

@@ -88,18 +88,6 @@ batch_dur(struct batch_pool *pl, const struct sketch *s)
 	return d;
 }
 
-uint8_t *
-batch_pack(const C4__Envelope *env, size_t *len)
-{
-	uint8_t *buf;
-
-	*len = msg_frame_size(env);
-	buf = malloc(*len);
-	if (buf != NULL)
-		msg_pack_frame(env, buf);
-	return buf;
-}
-
 static void
 batch_colls(struct batch_pool *pl, C4__TelemetryBatch *b,
 	    const struct c4client_report *r)
@@ -296,10 +284,8 @@ batch_register(struct c4client *c, const struct c4client_reg *g, int destroyed,
 		m.ranks = rp;
 		m.n_ranks = g->n;
 	}
-	msg_init(&env, C4__MSG_TYPE__MSG_COMM_REGISTER, &m);
-	env.has_seq = 1;
-	env.seq = ++c->seq;
-	buf = batch_pack(&env, len);
+	msg_init_seq(&env, C4__MSG_TYPE__MSG_COMM_REGISTER, &m, ++c->seq);
+	buf = msg_frame_new(&env, len);
 	free(rp);
 	return buf;
 }
@@ -324,13 +310,11 @@ batch_report(struct c4client *c, const struct c4client_report *r, size_t *len)
 	batch_waits(&pl, &b, r);
 	batch_progress(&pl, &b, r);
 	if (!pl.failed) {
-		msg_init(&env, C4__MSG_TYPE__MSG_TELEMETRY, &b);
 		pthread_mutex_lock(&c->mu);
-		env.has_seq = 1;
-		env.seq = ++c->seq;
+		msg_init_seq(&env, C4__MSG_TYPE__MSG_TELEMETRY, &b, ++c->seq);
 		b.interval_id = r->interval_id ? r->interval_id : ++c->interval;
 		pthread_mutex_unlock(&c->mu);
-		frame = batch_pack(&env, len);
+		frame = msg_frame_new(&env, len);
 	}
 	batch_pool_free(&pl);
 	return frame;

@@ -69,12 +69,6 @@ struct c4client {
 };
 
 /*
- * Packs env into a newly allocated frame (header included) and sets *len
- * to its size.  Returns the frame, which the caller frees, or NULL when
- * out of memory.  Does not change env.
- */
-uint8_t *batch_pack(const C4__Envelope *env, size_t *len);
-/*
  * Builds r as one TelemetryBatch frame of c's job and node, numbered with
  * c's next sequence number and (when r has none) interval id, both taken
  * under c->mu, which the caller must not hold.  Returns the frame (the

@@ -65,12 +65,10 @@ transport_send_msg(struct c4client *c, C4__MsgType type, void *body)
 	size_t len;
 	int rc;
 
-	msg_init(&env, type, body);
 	pthread_mutex_lock(&c->mu);
-	env.has_seq = 1;
-	env.seq = ++c->seq;
+	msg_init_seq(&env, type, body, ++c->seq);
 	pthread_mutex_unlock(&c->mu);
-	buf = batch_pack(&env, &len);
+	buf = msg_frame_new(&env, &len);
 	if (buf == NULL)
 		return -1;
 	rc = net_send_all(c->fd, buf, len);
@@ -260,7 +258,7 @@ transport_next(struct c4client *c, size_t *len, uint64_t *records,
 		if (env != NULL) {
 			env->telemetry->has_dropped_records = 1;
 			env->telemetry->dropped_records += dropped;
-			nb = batch_pack(env, len);
+			nb = msg_frame_new(env, len);
 			msg_free(env);
 		}
 		if (nb == NULL) {

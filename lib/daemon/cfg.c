@@ -397,6 +397,24 @@ cfg_store_scalar(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 	}
 }
 
+/*
+ * Sets *n to the number of items of the sequence seq, the value of f;
+ * with more than CFG_LIST_MAX, reports it and returns -1.
+ */
+static int
+cfg_seq_len(struct cfg_ctx *c, const struct cfg_field *f, yaml_node_t *seq,
+	    size_t *n)
+{
+	*n = (size_t)(seq->data.sequence.items.top -
+		      seq->data.sequence.items.start);
+	if (*n > CFG_LIST_MAX) {
+		cfg_diag_add(c->d, cfg_node_pos(seq), "%s: more than %d items",
+			     f->key, CFG_LIST_MAX);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 cfg_load_strlist(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 		 yaml_node_t *seq)
@@ -404,15 +422,11 @@ cfg_load_strlist(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 	struct cfg_strlist *l =
 		(struct cfg_strlist *)(void *)((char *)obj + f->offset);
 	yaml_node_item_t *it;
-	size_t n = (size_t)(seq->data.sequence.items.top -
-			    seq->data.sequence.items.start);
+	size_t n;
 	int rc = 0;
 
-	if (n > CFG_LIST_MAX) {
-		cfg_diag_add(c->d, cfg_node_pos(seq), "%s: more than %d items",
-			     f->key, CFG_LIST_MAX);
+	if (cfg_seq_len(c, f, seq, &n) < 0)
 		return -1;
-	}
 	l->v = calloc(n ? n : 1, sizeof(char *));
 	if (l->v == NULL)
 		return -1;
@@ -453,15 +467,11 @@ cfg_load_list(struct cfg_ctx *c, const struct cfg_field *f, void *obj,
 	struct cfg_list *l =
 		(struct cfg_list *)(void *)((char *)obj + f->offset);
 	yaml_node_item_t *it;
-	size_t n = (size_t)(seq->data.sequence.items.top -
-			    seq->data.sequence.items.start);
+	size_t n;
 	int rc = 0;
 
-	if (n > CFG_LIST_MAX) {
-		cfg_diag_add(c->d, cfg_node_pos(seq), "%s: more than %d items",
-			     f->key, CFG_LIST_MAX);
+	if (cfg_seq_len(c, f, seq, &n) < 0)
 		return -1;
-	}
 	l->items = calloc(n ? n : 1, sub->size);
 	if (l->items == NULL)
 		return -1;

@@ -21,20 +21,20 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-static const char *const dmn_levels[] = {"error", "warning", "info", "debug",
-					 NULL};
+static const char *const daemon_levels[] = {"error", "warning", "info", "debug",
+					    NULL};
 
-static const struct cfg_field dmn_log_fields[] = {
-	{"level", CFG_ENUM, offsetof(struct dmn_log_conf, level), 0, 0, 0,
-	 "info", dmn_levels, "error, warning, info or debug"},
+static const struct cfg_field daemon_log_fields[] = {
+	{"level", CFG_ENUM, offsetof(struct daemon_log_conf, level), 0, 0, 0,
+	 "info", daemon_levels, "error, warning, info or debug"},
 };
 
-const struct cfg_schema dmn_log_schema = {"log", sizeof(struct dmn_log_conf),
-					  dmn_log_fields,
-					  CFG_NFIELDS(dmn_log_fields), NULL};
+const struct cfg_schema daemon_log_schema = {
+	"log", sizeof(struct daemon_log_conf), daemon_log_fields,
+	CFG_NFIELDS(daemon_log_fields), NULL};
 
 static void
-dmn_notify(const char *state)
+daemon_notify(const char *state)
 {
 #if C4_HAVE_SYSTEMD
 	sd_notify(0, state);
@@ -44,8 +44,8 @@ dmn_notify(const char *state)
 }
 
 int
-dmn_tick_arm(struct event *ev, uint32_t interval_ms, uint32_t offset_ms,
-	     int first)
+daemon_tick_arm(struct event *ev, uint32_t interval_ms, uint32_t offset_ms,
+		int first)
 {
 	uint64_t now = clock_ns(CLOCK_REALTIME);
 	uint64_t iv = (uint64_t)interval_ms * 1000000u;
@@ -66,7 +66,7 @@ dmn_tick_arm(struct event *ev, uint32_t interval_ms, uint32_t offset_ms,
 }
 
 static void
-dmn_usage(const struct dmn_spec *spec, FILE *fp)
+daemon_usage(const struct daemon_spec *spec, FILE *fp)
 {
 	fprintf(fp,
 		"usage: %s [-dhnvV] [-f config]\n"
@@ -81,7 +81,7 @@ dmn_usage(const struct dmn_spec *spec, FILE *fp)
 }
 
 static void *
-dmn_load(const struct dmn_spec *spec, const char *path, int to_log)
+daemon_load(const struct daemon_spec *spec, const char *path, int to_log)
 {
 	struct cfg_diag d;
 	void *conf = calloc(1, spec->schema->size);
@@ -108,34 +108,34 @@ dmn_load(const struct dmn_spec *spec, const char *path, int to_log)
 }
 
 static struct srv_conf *
-dmn_srv_conf(const struct dmn_spec *spec, void *conf)
+daemon_srv_conf(const struct daemon_spec *spec, void *conf)
 {
 	return (struct srv_conf *)(void *)((char *)conf + spec->off_server);
 }
 
 static struct cfg_list *
-dmn_creds(const struct dmn_spec *spec, void *conf)
+daemon_creds(const struct daemon_spec *spec, void *conf)
 {
 	return (struct cfg_list *)(void *)((char *)conf + spec->off_creds);
 }
 
 static enum log_level
-dmn_level(const struct dmn_spec *spec, void *conf, int verbose)
+daemon_level(const struct daemon_spec *spec, void *conf, int verbose)
 {
-	const struct dmn_log_conf *lc =
+	const struct daemon_log_conf *lc =
 		(const void *)((char *)conf + spec->off_log);
 
 	return verbose ? LOG_LVL_DEBUG : (enum log_level)lc->level;
 }
 
 static void
-dmn_stop_cb(evutil_socket_t sig, short what, void *arg)
+daemon_stop_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct dmn *d = arg;
 
 	(void)what;
 	log_info("signal %d: shutting down", (int)sig);
-	dmn_notify("STOPPING=1");
+	daemon_notify("STOPPING=1");
 	event_base_loopexit(d->base, NULL);
 }
 
@@ -151,7 +151,7 @@ dmn_stop_cb(evutil_socket_t sig, short what, void *arg)
  * the hypervisor (20 us and more on the development VM).
  */
 static int
-dmn_run(struct dmn *d)
+daemon_run(struct dmn *d)
 {
 	const struct srv_stats *st = srv_get_stats(d->srv);
 	uint64_t poll_ns = (uint64_t)d->spec->poll_us * 1000u;
@@ -181,24 +181,24 @@ dmn_run(struct dmn *d)
 	}
 }
 
-static int dmn_verbose;
+static int daemon_verbose;
 
 static void
-dmn_reload_cb(evutil_socket_t sig, short what, void *arg)
+daemon_reload_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct dmn *d = arg;
-	const struct dmn_spec *spec = d->spec;
+	const struct daemon_spec *spec = d->spec;
 	const char *oldjob, *newjob;
 	void *conf, *old;
 
 	(void)sig;
 	(void)what;
-	dmn_notify("RELOADING=1");
+	daemon_notify("RELOADING=1");
 	log_info("reloading %s", d->conf_path);
-	conf = dmn_load(spec, d->conf_path, 1);
+	conf = daemon_load(spec, d->conf_path, 1);
 	if (conf == NULL) {
 		log_warnx("reload failed; keeping the running configuration");
-		dmn_notify("READY=1");
+		daemon_notify("READY=1");
 		return;
 	}
 	oldjob = spec->job_of ? spec->job_of(d->conf) : NULL;
@@ -209,32 +209,33 @@ dmn_reload_cb(evutil_socket_t sig, short what, void *arg)
 			  oldjob, newjob);
 		cfg_free(spec->schema, conf);
 		free(conf);
-		dmn_notify("READY=1");
+		daemon_notify("READY=1");
 		return;
 	}
-	if (strcmp(dmn_srv_conf(spec, conf)->listen ?: "",
-		   dmn_srv_conf(spec, d->conf)->listen ?: "") != 0)
+	if (strcmp(daemon_srv_conf(spec, conf)->listen ?: "",
+		   daemon_srv_conf(spec, d->conf)->listen ?: "") != 0)
 		log_warnx("reload: server.listen changes take a restart");
 	old = d->conf;
 	d->conf = conf;
-	srv_set_conf(d->srv, dmn_srv_conf(spec, conf), dmn_creds(spec, conf));
-	log_set_level(dmn_level(spec, conf, dmn_verbose));
+	srv_set_conf(d->srv, daemon_srv_conf(spec, conf),
+		     daemon_creds(spec, conf));
+	log_set_level(daemon_level(spec, conf, daemon_verbose));
 	if (spec->reload != NULL)
 		spec->reload(d, old);
 	cfg_free(spec->schema, old);
 	free(old);
 	log_info("configuration reloaded");
-	dmn_notify("READY=1");
+	daemon_notify("READY=1");
 }
 
 /*
  * Reads the command line into d->conf_path, *check (-n) and *foreground
- * (-d), and dmn_verbose (-v).  Returns -1 when the daemon goes on, or the
+ * (-d), and daemon_verbose (-v).  Returns -1 when the daemon goes on, or the
  * exit status when it is done (-V, -h, a bad option).
  */
 static int
-dmn_args(int argc, char **argv, const struct dmn_spec *spec, struct dmn *d,
-	 int *check, int *foreground)
+daemon_args(int argc, char **argv, const struct daemon_spec *spec,
+	    struct dmn *d, int *check, int *foreground)
 {
 	static const struct option longopts[] = {
 		{"version", no_argument, NULL, 'V'},
@@ -255,28 +256,28 @@ dmn_args(int argc, char **argv, const struct dmn_spec *spec, struct dmn *d,
 			*check = 1;
 			break;
 		case 'v':
-			dmn_verbose = 1;
+			daemon_verbose = 1;
 			break;
 		case 'V':
 			printf("%s %s\n", spec->name, C4_VERSION);
 			return 0;
 		case 'h':
-			dmn_usage(spec, stdout);
+			daemon_usage(spec, stdout);
 			return 0;
 		default:
-			dmn_usage(spec, stderr);
+			daemon_usage(spec, stderr);
 			return 2;
 		}
 	}
 	if (optind != argc) {
-		dmn_usage(spec, stderr);
+		daemon_usage(spec, stderr);
 		return 2;
 	}
 	return -1;
 }
 
 int
-dmn_main(int argc, char **argv, const struct dmn_spec *spec)
+daemon_main(int argc, char **argv, const struct daemon_spec *spec)
 {
 	struct event *sigs[4] = {NULL, NULL, NULL, NULL};
 	struct srv_params p;
@@ -288,15 +289,15 @@ dmn_main(int argc, char **argv, const struct dmn_spec *spec)
 	d.spec = spec;
 	d.conf_path = spec->default_config;
 	log_init(spec->name, 1, LOG_LVL_INFO);
-	rc = dmn_args(argc, argv, spec, &d, &check, &foreground);
+	rc = daemon_args(argc, argv, spec, &d, &check, &foreground);
 	if (rc >= 0)
 		return rc;
 	rc = 1;
-	d.conf = dmn_load(spec, d.conf_path, 0);
+	d.conf = daemon_load(spec, d.conf_path, 0);
 	if (d.conf == NULL)
 		return 1;
 	if (check) {
-		if (dmn_verbose)
+		if (daemon_verbose)
 			cfg_print(stdout, spec->schema, d.conf);
 		printf("configuration OK\n");
 		rc = 0;
@@ -306,7 +307,8 @@ dmn_main(int argc, char **argv, const struct dmn_spec *spec)
 	 * Under systemd (Type=notify) stderr goes to the journal anyway; -d
 	 * keeps plain stderr lines, otherwise structured journal entries.
 	 */
-	log_init(spec->name, foreground, dmn_level(spec, d.conf, dmn_verbose));
+	log_init(spec->name, foreground,
+		 daemon_level(spec, d.conf, daemon_verbose));
 	signal(SIGPIPE, SIG_IGN);
 	if (gethostname(d.node, sizeof(d.node) - 1) < 0)
 		strcpy(d.node, "unknown");
@@ -323,8 +325,8 @@ dmn_main(int argc, char **argv, const struct dmn_spec *spec)
 	p.role = spec->role;
 	p.arena_decode = spec->arena_decode;
 	p.job_id = spec->job_of ? spec->job_of(d.conf) : NULL;
-	p.conf = dmn_srv_conf(spec, d.conf);
-	p.creds = dmn_creds(spec, d.conf);
+	p.conf = daemon_srv_conf(spec, d.conf);
+	p.creds = daemon_creds(spec, d.conf);
 	d.srv = srv_new(d.base, &p, &spec->ops, &d);
 	if (d.srv == NULL)
 		goto out;
@@ -341,9 +343,9 @@ dmn_main(int argc, char **argv, const struct dmn_spec *spec)
 		snprintf(bound + n, sizeof(bound) - n, "%s%s", n ? " " : "",
 			 more);
 	}
-	sigs[0] = evsignal_new(d.base, SIGTERM, dmn_stop_cb, &d);
-	sigs[1] = evsignal_new(d.base, SIGINT, dmn_stop_cb, &d);
-	sigs[2] = evsignal_new(d.base, SIGHUP, dmn_reload_cb, &d);
+	sigs[0] = evsignal_new(d.base, SIGTERM, daemon_stop_cb, &d);
+	sigs[1] = evsignal_new(d.base, SIGINT, daemon_stop_cb, &d);
+	sigs[2] = evsignal_new(d.base, SIGHUP, daemon_reload_cb, &d);
 	for (int i = 0; i < 3; i++)
 		if (sigs[i] == NULL || evsignal_add(sigs[i], NULL) < 0)
 			goto out;
@@ -354,9 +356,9 @@ dmn_main(int argc, char **argv, const struct dmn_spec *spec)
 		snprintf(ready, sizeof(ready),
 			 "READY=1\nSTATUS=serving on %s\nC4_LISTEN=%s", bound,
 			 bound);
-		dmn_notify(ready);
+		daemon_notify(ready);
 	}
-	if (dmn_run(&d) < 0)
+	if (daemon_run(&d) < 0)
 		log_errx("event loop failed");
 	else
 		rc = 0;

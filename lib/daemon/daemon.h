@@ -1,7 +1,7 @@
 /*
  * daemon.h - the main() every c4 daemon shares.
  *
- * dmn_main() does, in this order: log to stderr; parse options; load and
+ * daemon_main() does, in this order: log to stderr; parse options; load and
  * validate the configuration (every error, file:line:col); with -n print
  * "configuration OK" (with -v also the canonical configuration) and exit;
  * create the event loop and the server; let the daemon set up its state;
@@ -21,16 +21,16 @@
 #include "log.h"
 #include "srv.h"
 
-struct dmn_log_conf {
+struct daemon_log_conf {
 	int level; /* enum log_level */
 };
-extern const struct cfg_schema dmn_log_schema;
-#define DMN_LOG_FIELD(off)                                                     \
+extern const struct cfg_schema daemon_log_schema;
+#define DAEMON_LOG_FIELD(off)                                                  \
 	{                                                                      \
-		"log", CFG_SECTION, (off), 0, 0, 0, NULL, &dmn_log_schema,     \
+		"log", CFG_SECTION, (off), 0, 0, 0, NULL, &daemon_log_schema,  \
 			"logging"                                              \
 	}
-#define DMN_CREDS_FIELD(off)                                                   \
+#define DAEMON_CREDS_FIELD(off)                                                \
 	{                                                                      \
 		"credentials", CFG_LIST, (off), CFG_REQUIRED, 0, 0, NULL,      \
 			&auth_credential_schema, "tokens accepted from peers"  \
@@ -38,13 +38,13 @@ extern const struct cfg_schema dmn_log_schema;
 
 struct dmn;
 
-struct dmn_spec {
+struct daemon_spec {
 	const char *name;	    /* "c4d-master" */
 	const char *default_config; /* path used without -f */
 	const struct cfg_schema *schema;
 	size_t off_server; /* struct srv_conf in the config */
 	size_t off_creds;  /* struct cfg_list of auth_credential */
-	size_t off_log;	   /* struct dmn_log_conf */
+	size_t off_log;	   /* struct daemon_log_conf */
 	C4__Role role;	   /* role in hello replies */
 	int arena_decode;  /* see struct srv_params */
 	unsigned poll_us;  /* after a frame, poll this long (us): daemon.c */
@@ -64,7 +64,7 @@ struct dmn_spec {
 };
 
 struct dmn {
-	const struct dmn_spec *spec;
+	const struct daemon_spec *spec;
 	const char *conf_path;
 	void *conf;
 	struct event_base *base;
@@ -81,7 +81,7 @@ struct dmn {
  * Call it once, from main(), on the main thread: it installs signal
  * handlers and shuts libevent down globally before returning.
  */
-int dmn_main(int argc, char **argv, const struct dmn_spec *spec);
+int daemon_main(int argc, char **argv, const struct daemon_spec *spec);
 
 /*
  * Arms the one-shot timer ev for the next interval tick on the wall clock,
@@ -89,7 +89,7 @@ int dmn_main(int argc, char **argv, const struct dmn_spec *spec);
  * clock.h); first: the first tick after now, for starting.  The callback
  * calls it again.  0, or -1 when libevent refuses.
  */
-int dmn_tick_arm(struct event *ev, uint32_t interval_ms, uint32_t offset_ms,
-		 int first);
+int daemon_tick_arm(struct event *ev, uint32_t interval_ms, uint32_t offset_ms,
+		    int first);
 
 #endif

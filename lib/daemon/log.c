@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
@@ -97,15 +96,4 @@ log_emit(enum log_level level, const char *subsys, int with_errno,
 	va_start(ap, fmt);
 	log_vemit(level, subsys, with_errno, fmt, ap);
 	va_end(ap);
-}
-
-void
-log_fatal(const char *subsys, int with_errno, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	log_vemit(LOG_LVL_ERROR, subsys, with_errno, fmt, ap);
-	va_end(ap);
-	exit(1);
 }

@@ -49,17 +49,12 @@ void log_emit(enum log_level level, const char *subsys, int with_errno,
 void log_vemit(enum log_level level, const char *subsys, int with_errno,
 	       const char *fmt, va_list ap)
 	__attribute__((format(printf, 4, 0)));
-/* Writes the message as an error, then exits the process with status 1. */
-_Noreturn void log_fatal(const char *subsys, int with_errno, const char *fmt,
-			 ...) __attribute__((format(printf, 3, 4)));
 
-/* log_warn and fatal append ": strerror(errno)"; the x variants do not. */
+/* log_warn appends ": strerror(errno)"; the x variants do not. */
 #define log_warn(...)  log_emit(LOG_LVL_WARNING, LOG_SUBSYS, 1, __VA_ARGS__)
 #define log_warnx(...) log_emit(LOG_LVL_WARNING, LOG_SUBSYS, 0, __VA_ARGS__)
 #define log_errx(...)  log_emit(LOG_LVL_ERROR, LOG_SUBSYS, 0, __VA_ARGS__)
 #define log_info(...)  log_emit(LOG_LVL_INFO, LOG_SUBSYS, 0, __VA_ARGS__)
 #define log_debug(...) log_emit(LOG_LVL_DEBUG, LOG_SUBSYS, 0, __VA_ARGS__)
-#define fatal(...)     log_fatal(LOG_SUBSYS, 1, __VA_ARGS__)
-#define fatalx(...)    log_fatal(LOG_SUBSYS, 0, __VA_ARGS__)
 
 #endif

@@ -3,6 +3,7 @@
  */
 #define LOG_SUBSYS "srv"
 
+#include "clock.h"
 #include "srv.h"
 
 #include <errno.h>
@@ -118,15 +119,6 @@ srv_pb_free(void *data, void *p)
 }
 static void srv_read_cb(struct bufferevent *bev, void *arg);
 
-static uint64_t
-srv_now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 struct srv *
 srv_new(struct event_base *base, const struct srv_params *p,
 	const struct srv_ops *ops, void *arg)
@@ -148,7 +140,7 @@ srv_new(struct event_base *base, const struct srv_params *p,
 	s->pb_alloc.free = srv_pb_free;
 	s->pb_alloc.allocator_data = &s->decode;
 	/* Session ids differ across restarts: start from the clock. */
-	s->next_session = srv_now_ns(CLOCK_REALTIME) << 8;
+	s->next_session = clock_ns(CLOCK_REALTIME) << 8;
 	clock_gettime(CLOCK_MONOTONIC, &s->started);
 	return s;
 }
@@ -180,21 +172,23 @@ int
 srv_send(struct srv_conn *c, C4__MsgType type, void *body, uint64_t reply_to)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
-	struct evbuffer_iovec iov;
 	C4__Envelope env;
+	uint8_t *buf;
 	size_t n;
+	int rc;
 
 	if (c->state == SRV_CLOSING)
 		return -1;
-	msg_init(&env, type, body);
-	env.has_seq = 1;
-	env.seq = ++c->seq;
+	msg_init_seq(&env, type, body, ++c->seq);
 	if (reply_to != 0) {
 		env.has_reply_to = 1;
 		env.reply_to = reply_to;
 	}
-	n = msg_frame_size(&env);
+	buf = msg_frame_new(&env, &n);
+	if (buf == NULL)
+		return -1;
 	if (evbuffer_get_length(out) + n > SRV_OUTBUF_MAX) {
+		free(buf);
 		c->srv->stats.outbuf_overflow++;
 		log_warnx("%s: peer is not reading its replies (%zu bytes "
 			  "queued); closing",
@@ -202,10 +196,10 @@ srv_send(struct srv_conn *c, C4__MsgType type, void *body, uint64_t reply_to)
 		srv_conn_close(c, "output overflow");
 		return -1;
 	}
-	if (evbuffer_reserve_space(out, (ev_ssize_t)n, &iov, 1) < 1)
+	rc = evbuffer_add(out, buf, n);
+	free(buf);
+	if (rc < 0)
 		return -1;
-	iov.iov_len = msg_pack_frame(&env, iov.iov_base);
-	evbuffer_commit_space(out, &iov, 1);
 	c->srv->stats.frames_out++;
 	c->srv->stats.bytes_out += n;
 	return 0;
@@ -440,7 +434,7 @@ srv_handle_hello(struct srv_conn *c, const C4__Envelope *env,
 	r.has_max_frame = 1;
 	r.max_frame = (uint32_t)s->p.conf->max_frame;
 	r.has_server_time_ns = 1;
-	r.server_time_ns = srv_now_ns(CLOCK_REALTIME);
+	r.server_time_ns = clock_ns(CLOCK_REALTIME);
 	r.job_id = (char *)s->p.job_id;
 	r.has_version = 1;
 	r.version = C4_PROTO_VERSION;

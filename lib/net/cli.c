@@ -68,16 +68,12 @@ cli_send(struct cli *c, C4__MsgType type, void *body, uint64_t *seq)
 	size_t n;
 	int rc;
 
-	msg_init(&env, type, body);
-	env.has_seq = 1;
-	env.seq = ++c->seq;
-	n = msg_frame_size(&env);
-	buf = malloc(n);
+	msg_init_seq(&env, type, body, ++c->seq);
+	buf = msg_frame_new(&env, &n);
 	if (buf == NULL) {
 		errbuf_set(c->err, sizeof(c->err), "out of memory");
 		return -1;
 	}
-	msg_pack_frame(&env, buf);
 	rc = cli_send_raw(c, buf, n);
 	free(buf);
 	if (seq != NULL)

@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define R(x)	 MSG_ROLE_BIT(C4__ROLE__ROLE_##x)
@@ -661,6 +662,14 @@ msg_body(const C4__Envelope *env)
 	return body;
 }
 
+void
+msg_init_seq(C4__Envelope *env, C4__MsgType type, void *body, uint64_t seq)
+{
+	msg_init(env, type, body);
+	env->has_seq = 1;
+	env->seq = seq;
+}
+
 size_t
 msg_frame_size(const C4__Envelope *env)
 {
@@ -674,6 +683,34 @@ msg_pack_frame(const C4__Envelope *env, uint8_t *out)
 
 	frame_put_header(out, (uint32_t)n);
 	return FRAME_HDR_LEN + n;
+}
+
+uint8_t *
+msg_frame_new(const C4__Envelope *env, size_t *len)
+{
+	uint8_t *buf;
+
+	*len = msg_frame_size(env);
+	buf = malloc(*len);
+	if (buf != NULL)
+		msg_pack_frame(env, buf);
+	return buf;
+}
+
+void *
+msg_copy(const void *msg)
+{
+	const ProtobufCMessage *m = msg;
+	size_t n = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(n ? n : 1);
+	void *r;
+
+	if (buf == NULL)
+		return NULL;
+	protobuf_c_message_pack(m, buf);
+	r = protobuf_c_message_unpack(m->descriptor, NULL, n, buf);
+	free(buf);
+	return r;
 }
 
 C4__Envelope *

@@ -58,6 +58,12 @@ int msg_role_parse(const char *name, C4__Role *out);
  * given type.  body must point at the protobuf-c struct of that type.
  */
 void msg_init(C4__Envelope *env, C4__MsgType type, void *body);
+/*
+ * msg_init() with the envelope's sequence number set to seq.  env points
+ * at body afterwards, as with msg_init().
+ */
+void msg_init_seq(C4__Envelope *env, C4__MsgType type, void *body,
+		  uint64_t seq);
 /* The body of env, whatever its type. */
 void *msg_body(const C4__Envelope *env);
 
@@ -65,6 +71,19 @@ void *msg_body(const C4__Envelope *env);
 size_t msg_frame_size(const C4__Envelope *env);
 /* Writes header + envelope into out (msg_frame_size() bytes). */
 size_t msg_pack_frame(const C4__Envelope *env, uint8_t *out);
+/*
+ * Packs env into a newly allocated frame (header included) and sets *len
+ * to its size.  Returns the frame, which the caller frees, or NULL when
+ * out of memory (*len is then unspecified).  Does not change env.
+ */
+uint8_t *msg_frame_new(const C4__Envelope *env, size_t *len);
+/*
+ * A deep copy of msg, any protobuf-c message (packed, then unpacked).
+ * Returns the copy, which the caller frees with
+ * protobuf_c_message_free_unpacked(copy, NULL), or NULL when out of
+ * memory.  Does not change msg.
+ */
+void *msg_copy(const void *msg);
 
 /*
  * Decodes and validates one frame body.  Returns the envelope (free with

@@ -22,18 +22,18 @@ addrplan_size(const struct topo *t)
 }
 
 uint32_t
-topo_if_addr(const struct topo *t, enum topo_ifkind kind, uint32_t id)
+addrplan_if_addr(const struct topo *t, enum addrplan_ifkind kind, uint32_t id)
 {
 	uint64_t off;
 
 	switch (kind) {
-	case TOPO_IF_CABLE_LEAF:
-	case TOPO_IF_CABLE_SPINE:
+	case ADDRPLAN_IF_CABLE_LEAF:
+	case ADDRPLAN_IF_CABLE_SPINE:
 		if (id >= t->nlinks)
 			return 0;
-		off = 2 * (uint64_t)id + (kind == TOPO_IF_CABLE_SPINE);
+		off = 2 * (uint64_t)id + (kind == ADDRPLAN_IF_CABLE_SPINE);
 		break;
-	case TOPO_IF_LEAF_PORT:
+	case ADDRPLAN_IF_LEAF_PORT:
 		if (id >= t->nports)
 			return 0;
 		off = 2 * (uint64_t)t->nlinks + 2 * (uint64_t)id;
@@ -46,31 +46,32 @@ topo_if_addr(const struct topo *t, enum topo_ifkind kind, uint32_t id)
 	return t->swnet_base + (uint32_t)off;
 }
 
-enum topo_ifkind
-topo_if_lookup(const struct topo *t, uint32_t addr, uint32_t *id)
+enum addrplan_ifkind
+addrplan_if_lookup(const struct topo *t, uint32_t addr, uint32_t *id)
 {
 	uint64_t off, cables = 2 * (uint64_t)t->nlinks;
 
 	if (addr < t->swnet_base)
-		return TOPO_IF_NONE;
+		return ADDRPLAN_IF_NONE;
 	off = addr - t->swnet_base;
 	if (off >= addrplan_size(t) || off >= addrplan_need(t))
-		return TOPO_IF_NONE;
+		return ADDRPLAN_IF_NONE;
 	if (off < cables) {
 		if (id != NULL)
 			*id = (uint32_t)(off / 2);
-		return off & 1 ? TOPO_IF_CABLE_SPINE : TOPO_IF_CABLE_LEAF;
+		return off & 1 ? ADDRPLAN_IF_CABLE_SPINE
+			       : ADDRPLAN_IF_CABLE_LEAF;
 	}
 	off -= cables;
 	if (off & 1)
-		return TOPO_IF_NONE; /* the unused half of a port's /31 */
+		return ADDRPLAN_IF_NONE; /* the unused half of a port's /31 */
 	if (id != NULL)
 		*id = (uint32_t)(off / 2);
-	return TOPO_IF_LEAF_PORT;
+	return ADDRPLAN_IF_LEAF_PORT;
 }
 
 void
-topo_link_name(const struct topo *t, uint32_t link, char *buf, size_t len)
+addrplan_link_name(const struct topo *t, uint32_t link, char *buf, size_t len)
 {
 	const struct topo_link *l;
 	const struct topo_bundle *b;
@@ -90,12 +91,12 @@ topo_link_name(const struct topo *t, uint32_t link, char *buf, size_t len)
 }
 
 uint32_t
-topo_link_lookup(const struct topo *t, const char *name)
+addrplan_link_lookup(const struct topo *t, const char *name)
 {
 	char buf[3 * TOPO_NAME_MAX];
 
 	for (uint32_t i = 0; i < t->nlinks; i++) {
-		topo_link_name(t, i, buf, sizeof(buf));
+		addrplan_link_name(t, i, buf, sizeof(buf));
 		if (strcmp(buf, name) == 0)
 			return i;
 	}
@@ -103,7 +104,7 @@ topo_link_lookup(const struct topo *t, const char *name)
 }
 
 int
-topo_cidr_parse(const char *s, uint32_t *base, uint8_t *prefix)
+addrplan_cidr_parse(const char *s, uint32_t *base, uint8_t *prefix)
 {
 	char ip[16];
 	const char *slash = strchr(s, '/');
@@ -132,8 +133,8 @@ topo_cidr_parse(const char *s, uint32_t *base, uint8_t *prefix)
 }
 
 int
-topo_set_switch_net(struct topo *t, uint32_t base, uint8_t prefix, char *err,
-		    size_t errlen)
+addrplan_set_switch_net(struct topo *t, uint32_t base, uint8_t prefix,
+			char *err, size_t errlen)
 {
 	if (t->final) {
 		errbuf_set(err, errlen, "topology is final");
@@ -151,7 +152,7 @@ topo_set_switch_net(struct topo *t, uint32_t base, uint8_t prefix, char *err,
 }
 
 int
-topo_addrplan_check(const struct topo *t, char *err, size_t errlen)
+addrplan_check(const struct topo *t, char *err, size_t errlen)
 {
 	char net[16], ip[16];
 	uint64_t need = addrplan_need(t);

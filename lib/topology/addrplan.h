@@ -25,44 +25,46 @@
 
 #include "topo.h"
 
-enum topo_ifkind {
-	TOPO_IF_NONE = 0,
-	TOPO_IF_CABLE_LEAF = 1,	 /* leaf end of cable id */
-	TOPO_IF_CABLE_SPINE = 2, /* spine end of cable id */
-	TOPO_IF_LEAF_PORT = 3,	 /* leaf's interface facing NIC port id */
+enum addrplan_ifkind {
+	ADDRPLAN_IF_NONE = 0,
+	ADDRPLAN_IF_CABLE_LEAF = 1,  /* leaf end of cable id */
+	ADDRPLAN_IF_CABLE_SPINE = 2, /* spine end of cable id */
+	ADDRPLAN_IF_LEAF_PORT = 3,   /* leaf's interface facing NIC port id */
 };
 
 /* IPv4 (host order) of a switch interface; 0 if id is out of range. */
-uint32_t topo_if_addr(const struct topo *t, enum topo_ifkind kind, uint32_t id);
+uint32_t addrplan_if_addr(const struct topo *t, enum addrplan_ifkind kind,
+			  uint32_t id);
 /*
- * Which switch interface owns addr; TOPO_IF_NONE if none. *id (when id is
+ * Which switch interface owns addr; ADDRPLAN_IF_NONE if none. *id (when id is
  * not NULL) gets the cable or port id.
  */
-enum topo_ifkind topo_if_lookup(const struct topo *t, uint32_t addr,
-				uint32_t *id);
+enum addrplan_ifkind addrplan_if_lookup(const struct topo *t, uint32_t addr,
+					uint32_t *id);
 
 /*
  * Stable cable names: "leaf0-spine0" for the only cable of a leaf-spine
  * pair, "leaf0-spine0.N" for parallel cable N (0-based) of the pair.
- * topo_link_name writes "?" for a bad id; topo_link_lookup returns the link
- * id of a name, or TOPO_NONE.
+ * addrplan_link_name writes "?" for a bad id; addrplan_link_lookup returns the
+ * link id of a name, or TOPO_NONE.
  */
-void topo_link_name(const struct topo *t, uint32_t link, char *buf, size_t len);
-uint32_t topo_link_lookup(const struct topo *t, const char *name);
+void addrplan_link_name(const struct topo *t, uint32_t link, char *buf,
+			size_t len);
+uint32_t addrplan_link_lookup(const struct topo *t, const char *name);
 
 /*
  * "a.b.c.d/len" -> *base, *prefix. Returns -1 on malformed text, a length
  * over 32, or host bits set below the prefix.
  */
-int topo_cidr_parse(const char *s, uint32_t *base, uint8_t *prefix);
+int addrplan_cidr_parse(const char *s, uint32_t *base, uint8_t *prefix);
 /* Sets switch_net (before topo_finalize); -1 with a message if malformed. */
-int topo_set_switch_net(struct topo *t, uint32_t base, uint8_t prefix,
-			char *err, size_t errlen);
+int addrplan_set_switch_net(struct topo *t, uint32_t base, uint8_t prefix,
+			    char *err, size_t errlen);
 /*
  * Checks that the plan of t's current links and ports fits in switch_net,
  * does not start at 0.0.0.0 and overlaps no NIC IP. Returns 0, or -1 with
  * the problem in err (called by topo_finalize; callable before it).
  */
-int topo_addrplan_check(const struct topo *t, char *err, size_t errlen);
+int addrplan_check(const struct topo *t, char *err, size_t errlen);
 
 #endif /* C4_ADDRPLAN_H */

@@ -508,7 +508,7 @@ topo_finalize(struct topo *t, char *err, size_t errlen)
 			return -1;
 		}
 	}
-	if (topo_addrplan_check(t, err, errlen) < 0)
+	if (addrplan_check(t, err, errlen) < 0)
 		return -1;
 	if (topo_build_ip_index(t, err, errlen) < 0)
 		goto fail;

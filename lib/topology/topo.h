@@ -2,7 +2,7 @@
  * topo.h: the fabric model of C4P (hosts, NICs with a left and a right port,
  * leaves, spines, leaf-spine links) and every limit of lib/topology.
  *
- * A fabric is built with the topo_add_*() calls (or topo_load_yaml()), then
+ * A fabric is built with the topo_add_*() calls (or topo_yaml_load()), then
  * frozen with topo_finalize(), which validates it as a whole and builds the
  * lookup indices. After that only link and port health may change.
  *

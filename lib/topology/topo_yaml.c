@@ -587,9 +587,9 @@ ty_build(struct ty_ctx *c)
 	if (c->d->n > 0)
 		return;
 	/* the plan's problems are the switch_net key's, or the file's */
-	if (topo_set_switch_net(c->t, c->swnet_base, c->swnet_prefix, c->err,
-				sizeof(c->err)) < 0 ||
-	    topo_addrplan_check(c->t, c->err, sizeof(c->err)) < 0) {
+	if (addrplan_set_switch_net(c->t, c->swnet_base, c->swnet_prefix,
+				    c->err, sizeof(c->err)) < 0 ||
+	    addrplan_check(c->t, c->err, sizeof(c->err)) < 0) {
 		cfg_diag_add(c->d,
 			     f->switch_net_at.line ? f->switch_net_at : f->at,
 			     "%s", c->err);
@@ -609,7 +609,7 @@ ty_check_switch_net(struct ty_ctx *c)
 	c->swnet_prefix = TOPO_SWITCH_NET_DEFAULT_PREFIX;
 	if (s == NULL)
 		return;
-	if (topo_cidr_parse(s, &c->swnet_base, &c->swnet_prefix) < 0)
+	if (addrplan_cidr_parse(s, &c->swnet_base, &c->swnet_prefix) < 0)
 		cfg_diag_add(c->d, c->f->switch_net_at,
 			     "switch_net: '%s' is not an IPv4 network "
 			     "a.b.c.d/len with no host bits set",
@@ -705,7 +705,7 @@ ty_process(struct ty_file *f, struct cfg_diag *d, bool loaded,
 }
 
 int
-topo_load_yaml_buffer(const char *name, const void *buf, size_t len,
+topo_yaml_load_buffer(const char *name, const void *buf, size_t len,
 		      struct topo **out, struct cfg_diag *d)
 {
 	struct ty_file f;
@@ -724,7 +724,7 @@ topo_load_yaml_buffer(const char *name, const void *buf, size_t len,
 }
 
 int
-topo_load_yaml(const char *path, struct topo **out, struct cfg_diag *d)
+topo_yaml_load(const char *path, struct topo **out, struct cfg_diag *d)
 {
 	struct ty_file f;
 	int rc;

@@ -28,9 +28,9 @@
  * and d holds every problem. d is initialised by the call in both cases;
  * release it with cfg_diag_free().
  */
-int topo_load_yaml(const char *path, struct topo **out, struct cfg_diag *d);
+int topo_yaml_load(const char *path, struct topo **out, struct cfg_diag *d);
 /* The same from memory; name stands for the file in messages. */
-int topo_load_yaml_buffer(const char *name, const void *buf, size_t len,
+int topo_yaml_load_buffer(const char *name, const void *buf, size_t len,
 			  struct topo **out, struct cfg_diag *d);
 
 #endif /* C4_TOPO_YAML_H */

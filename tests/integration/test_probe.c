@@ -352,7 +352,7 @@ main(void)
 		printf("skipped: needs root, c4fabric and %s\n", TOPO_FILE);
 		return 77;
 	}
-	if (topo_load_yaml(th_data(TOPO_FILE), &topo, &d) < 0) {
+	if (topo_yaml_load(th_data(TOPO_FILE), &topo, &d) < 0) {
 		cfg_diag_print(&d, stderr);
 		return 1;
 	}

@@ -373,16 +373,17 @@ fab_whois(const struct fab *f, const char *s)
 		fprintf(stderr, "c4fabric: bad address %s\n", s);
 		return -1;
 	}
-	switch (topo_if_lookup(f->t, addr, &id)) {
-	case TOPO_IF_CABLE_LEAF:
-	case TOPO_IF_CABLE_SPINE:
-		topo_link_name(f->t, id, name, sizeof(name));
+	switch (addrplan_if_lookup(f->t, addr, &id)) {
+	case ADDRPLAN_IF_CABLE_LEAF:
+	case ADDRPLAN_IF_CABLE_SPINE:
+		addrplan_link_name(f->t, id, name, sizeof(name));
 		printf("cable %s %s\n", name,
-		       topo_if_lookup(f->t, addr, NULL) == TOPO_IF_CABLE_LEAF
+		       addrplan_if_lookup(f->t, addr, NULL) ==
+				       ADDRPLAN_IF_CABLE_LEAF
 			       ? "leaf"
 			       : "spine");
 		return 0;
-	case TOPO_IF_LEAF_PORT:
+	case ADDRPLAN_IF_LEAF_PORT:
 		nic = f->t->ports[id].nic;
 		printf("port %s/%s/%s\n",
 		       f->t->hosts[f->t->nics[nic].host].name,
@@ -430,7 +431,7 @@ fab_status(const struct fab *f)
 		}
 	}
 	for (l = 0; l < f->t->nlinks; l++) {
-		topo_link_name(f->t, l, name, sizeof(name));
+		addrplan_link_name(f->t, l, name, sizeof(name));
 		printf("cable %s c%u %s\n", name, l, live[l] ? "up" : "down");
 		down += !live[l];
 	}
@@ -503,7 +504,7 @@ main(int argc, char **argv)
 				"characters and no '/'\n");
 		return 2;
 	}
-	if (topo_load_yaml(topo_path, &f.t, &d) < 0) {
+	if (topo_yaml_load(topo_path, &f.t, &d) < 0) {
 		cfg_diag_print(&d, stderr);
 		cfg_diag_free(&d);
 		return 2;
@@ -521,7 +522,7 @@ main(int argc, char **argv)
 		rc = fab_status(&f) == 0 ? 0 : 1;
 	} else if (strcmp(cmd, "link") == 0 && optind + 1 < argc) {
 		const char *op = argv[optind];
-		uint32_t l = topo_link_lookup(f.t, argv[optind + 1]);
+		uint32_t l = addrplan_link_lookup(f.t, argv[optind + 1]);
 
 		if (l == TOPO_NONE) {
 			fprintf(stderr, "c4fabric: no cable %s\n",

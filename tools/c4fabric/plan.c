@@ -135,10 +135,11 @@ plan_switch_ifs(const struct fab *f, enum fab_node kind, uint32_t id,
 	for (i = first; i < first + count; i++) {
 		uint32_t l = links[i];
 
-		plan_ip(topo_if_addr(t,
-				     kind == FAB_LEAF ? TOPO_IF_CABLE_LEAF
-						      : TOPO_IF_CABLE_SPINE,
-				     l),
+		plan_ip(addrplan_if_addr(t,
+					 kind == FAB_LEAF
+						 ? ADDRPLAN_IF_CABLE_LEAF
+						 : ADDRPLAN_IF_CABLE_SPINE,
+					 l),
 			ip);
 		buf_printf(b, "addr add %s/31 dev c%u\nlink set c%u up\n", ip,
 			   l, l);
@@ -148,7 +149,7 @@ plan_switch_ifs(const struct fab *f, enum fab_node kind, uint32_t id,
 	for (i = 0; i < t->nports; i++) {
 		if (t->ports[i].leaf != id)
 			continue;
-		plan_ip(topo_if_addr(t, TOPO_IF_LEAF_PORT, i), ip);
+		plan_ip(addrplan_if_addr(t, ADDRPLAN_IF_LEAF_PORT, i), ip);
 		buf_printf(b, "addr add %s/31 dev p%u\nlink set p%u up\n", ip,
 			   i, i);
 	}
@@ -281,10 +282,11 @@ plan_routes(const struct fab *f, enum fab_node kind, uint32_t id,
 
 		if (!live[l] || (only != TOPO_NONE && l != only))
 			continue;
-		plan_ip(topo_if_addr(t,
-				     kind == FAB_LEAF ? TOPO_IF_CABLE_SPINE
-						      : TOPO_IF_CABLE_LEAF,
-				     l),
+		plan_ip(addrplan_if_addr(t,
+					 kind == FAB_LEAF
+						 ? ADDRPLAN_IF_CABLE_SPINE
+						 : ADDRPLAN_IF_CABLE_LEAF,
+					 l),
 			via);
 		buf_printf(b, "nexthop replace id %u via %s dev c%u\n", l + 1,
 			   via, l);
@@ -381,7 +383,8 @@ plan_host_routes(const struct fab *f, uint32_t host, struct fab_buf *b)
 			uint32_t p = t->nics[i].port[s];
 
 			plan_host_if(t, p, ifn, sizeof(ifn));
-			plan_ip(topo_if_addr(t, TOPO_IF_LEAF_PORT, p), gw);
+			plan_ip(addrplan_if_addr(t, ADDRPLAN_IF_LEAF_PORT, p),
+				gw);
 			snprintf(hop, sizeof(hop),
 				 " nexthop via %s dev %s onlink", gw, ifn);
 			buf_printf(&all, "%s", hop);

@@ -10,15 +10,15 @@
 #include "fixture.h"
 #include "telemetry.h"
 
-struct tele_fx {
+struct telemetry_fx {
 	struct hosts hosts;
 	struct ingest_stats st;
 	struct matrix *m;
-	struct tele t;
+	struct telemetry t;
 };
 
 static void
-tfx_init(struct tele_fx *f)
+tfx_init(struct telemetry_fx *f)
 {
 	struct matrix_params mp;
 
@@ -26,39 +26,39 @@ tfx_init(struct tele_fx *f)
 	matrix_params_default(&mp);
 	f->m = matrix_new(&mp);
 	ck_assert_ptr_nonnull(f->m);
-	ck_assert_int_eq(tele_init(&f->t, &f->hosts, f->m, &f->st), 0);
+	ck_assert_int_eq(telemetry_init(&f->t, &f->hosts, f->m, &f->st), 0);
 }
 
 static void
-tfx_done(struct tele_fx *f)
+tfx_done(struct telemetry_fx *f)
 {
-	tele_free(&f->t);
+	telemetry_free(&f->t);
 	hosts_free(&f->hosts);
 	matrix_free(f->m);
 }
 
 START_TEST(test_tele_register)
 {
-	struct tele_fx f;
+	struct telemetry_fx f;
 	struct msg_err err = {0};
 	struct fx_comm c;
-	const struct tele_comm *tc;
+	const struct telemetry_comm *tc;
 
 	tfx_init(&f);
-	ck_assert_int_eq(tele_register(&f.t, fx_comm(&c, 0xa1, 2, 0, 1), &err),
-			 0);
-	tc = tele_comm_find(&f.t, 0xa1);
+	ck_assert_int_eq(
+		telemetry_register(&f.t, fx_comm(&c, 0xa1, 2, 0, 1), &err), 0);
+	tc = telemetry_comm_find(&f.t, 0xa1);
 	ck_assert_ptr_nonnull(tc);
 	ck_assert_uint_eq(tc->nknown, 1);
 	ck_assert_int_eq(tc->added, 0);
-	ck_assert_uint_eq(tele_comms_incomplete(&f.t), 1);
+	ck_assert_uint_eq(telemetry_comms_incomplete(&f.t), 1);
 	/* the second part completes it: the engine has it */
-	ck_assert_int_eq(tele_register(&f.t, fx_comm(&c, 0xa1, 2, 1, 1), &err),
-			 0);
-	tc = tele_comm_find(&f.t, 0xa1);
+	ck_assert_int_eq(
+		telemetry_register(&f.t, fx_comm(&c, 0xa1, 2, 1, 1), &err), 0);
+	tc = telemetry_comm_find(&f.t, 0xa1);
 	ck_assert_uint_eq(tc->nknown, 2);
 	ck_assert_int_eq(tc->added, 1);
-	ck_assert_uint_eq(tele_comms_incomplete(&f.t), 0);
+	ck_assert_uint_eq(telemetry_comms_incomplete(&f.t), 0);
 	ck_assert_str_eq(hosts_name(&f.hosts, tc->map[1].host), "node-1");
 	ck_assert_str_eq(
 		hosts_nic_name(&f.hosts, tc->map[1].host, tc->map[1].nic),
@@ -68,24 +68,24 @@ START_TEST(test_tele_register)
 	ck_assert_uint_eq(f.st.hosts, 2);
 
 	/* the same communicator with another size is refused */
-	ck_assert_int_eq(tele_register(&f.t, fx_comm(&c, 0xa1, 3, 0, 1), &err),
-			 -1);
+	ck_assert_int_eq(
+		telemetry_register(&f.t, fx_comm(&c, 0xa1, 3, 0, 1), &err), -1);
 	ck_assert_int_eq(err.code, C4__ERROR_CODE__ERR_INVALID);
-	ck_assert_ptr_null(tele_comm_find(&f.t, 0xb2));
+	ck_assert_ptr_null(telemetry_comm_find(&f.t, 0xb2));
 
 	/* destroyed by the job: retired, still known */
 	fx_comm(&c, 0xa1, 2, 0, 0);
 	c.m.has_destroyed = 1;
 	c.m.destroyed = 1;
-	ck_assert_int_eq(tele_register(&f.t, &c.m, &err), 0);
-	ck_assert_int_eq(tele_comm_find(&f.t, 0xa1)->retired, 1);
+	ck_assert_int_eq(telemetry_register(&f.t, &c.m, &err), 0);
+	ck_assert_int_eq(telemetry_comm_find(&f.t, 0xa1)->retired, 1);
 	tfx_done(&f);
 }
 END_TEST
 
 START_TEST(test_tele_batch)
 {
-	struct tele_fx f;
+	struct telemetry_fx f;
 	struct msg_err err = {0};
 	struct fx_comm c;
 	C4__TelemetryBatch b;
@@ -102,11 +102,11 @@ START_TEST(test_tele_batch)
 	uint32_t hid;
 
 	tfx_init(&f);
-	ck_assert_int_eq(tele_register(&f.t, fx_comm(&c, 0xa1, 2, 0, 2), &err),
-			 0);
+	ck_assert_int_eq(
+		telemetry_register(&f.t, fx_comm(&c, 0xa1, 2, 0, 2), &err), 0);
 	/* no host name anywhere: refused */
-	ck_assert_int_eq(tele_batch(&f.t, NULL, fx_heartbeat(&b, "", 1), &err),
-			 -1);
+	ck_assert_int_eq(
+		telemetry_batch(&f.t, NULL, fx_heartbeat(&b, "", 1), &err), -1);
 	ck_assert_int_eq(err.code, C4__ERROR_CODE__ERR_INVALID);
 
 	fx_heartbeat(&b, "node-0", 9);
@@ -153,7 +153,7 @@ START_TEST(test_tele_batch)
 	conns[1] = &rx;
 	b.n_conns = 2;
 	b.conns = conns;
-	ck_assert_int_eq(tele_batch(&f.t, "ignored", &b, &err), 0);
+	ck_assert_int_eq(telemetry_batch(&f.t, "ignored", &b, &err), 0);
 
 	ck_assert_ptr_nonnull(hosts_find(&f.hosts, "node-0", 0, &hid));
 	ck_assert_uint_eq(f.hosts.v[hid].nq, 1);

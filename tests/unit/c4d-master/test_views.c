@@ -15,7 +15,7 @@ struct views_fx {
 	struct hosts hosts;
 	struct ingest_stats st;
 	struct matrix *m;
-	struct tele t;
+	struct telemetry t;
 	struct fx_seen seen;
 	struct events evs;
 	struct matrix_conn last[5];
@@ -52,14 +52,14 @@ vfx_init(struct views_fx *f)
 	memset(f, 0, sizeof(*f));
 	matrix_params_default(&mp);
 	f->m = matrix_new(&mp);
-	ck_assert_int_eq(tele_init(&f->t, &f->hosts, f->m, &f->st), 0);
+	ck_assert_int_eq(telemetry_init(&f->t, &f->hosts, f->m, &f->st), 0);
 	events_init(&f->evs, "job-7", &f->hosts, &f->st, fx_record, &f->seen);
-	ck_assert_int_eq(tele_register(&f->t, fx_comm(&c, 0xb2, 2, 0, 2), &err),
-			 0);
-	ck_assert_int_eq(tele_register(&f->t, fx_comm(&c, 0xa1, 3, 0, 1), &err),
-			 0);
-	ck_assert_int_eq(tele_register(&f->t, fx_comm(&c, 0xa1, 3, 2, 1), &err),
-			 0);
+	ck_assert_int_eq(
+		telemetry_register(&f->t, fx_comm(&c, 0xb2, 2, 0, 2), &err), 0);
+	ck_assert_int_eq(
+		telemetry_register(&f->t, fx_comm(&c, 0xa1, 3, 0, 1), &err), 0);
+	ck_assert_int_eq(
+		telemetry_register(&f->t, fx_comm(&c, 0xa1, 3, 2, 1), &err), 0);
 	conn(&f->last[0], 0xa1, 0, MATRIX_TR_NET, 1);
 	conn(&f->last[1], 0xa1, 1, MATRIX_TR_NET, 2);
 	conn(&f->last[2], 0xa1, 2, MATRIX_TR_NET, 4);
@@ -79,7 +79,7 @@ vfx_done(struct views_fx *f)
 {
 	arena_free(&f->a);
 	events_free(&f->evs);
-	tele_free(&f->t);
+	telemetry_free(&f->t);
 	hosts_free(&f->hosts);
 	matrix_free(f->m);
 }

@@ -49,7 +49,7 @@ START_TEST(test_links_set_allocs_paths)
 	ck_assert_uint_eq(r->links[res.path.up]->qps_up, 1);
 	c4__admin_reply__free_unpacked(r, NULL);
 	/* link set: down, one QP moved */
-	topo_link_name(t, res.path.up, name, sizeof(name));
+	addrplan_link_name(t, res.path.up, name, sizeof(name));
 	q.op = C4__ADMIN_OP__ADMIN_LINK_SET;
 	q.link_id = name;
 	q.has_link_status = 1;

@@ -17,49 +17,59 @@ START_TEST(test_addr_both_ways)
 {
 	/* 4 leaves x 2 spines x 2 parallel cables = 16 links; 16 ports */
 	struct topo *t = tfab_new(2, 2, true);
-	enum topo_ifkind k;
+	enum addrplan_ifkind k;
 	uint32_t i, id;
 
 	ck_assert_uint_eq(t->nlinks, 16);
 	ck_assert_uint_eq(t->nports, 16);
-	ck_assert_uint_eq(topo_if_addr(t, TOPO_IF_CABLE_LEAF, 0), BASE);
-	ck_assert_uint_eq(topo_if_addr(t, TOPO_IF_CABLE_SPINE, 0), BASE + 1);
-	ck_assert_uint_eq(topo_if_addr(t, TOPO_IF_CABLE_LEAF, 5), BASE + 10);
-	ck_assert_uint_eq(topo_if_addr(t, TOPO_IF_CABLE_SPINE, 15), BASE + 31);
-	ck_assert_uint_eq(topo_if_addr(t, TOPO_IF_LEAF_PORT, 0), BASE + 32);
-	ck_assert_uint_eq(topo_if_addr(t, TOPO_IF_LEAF_PORT, 15), BASE + 62);
-	ck_assert_uint_eq(topo_if_addr(t, TOPO_IF_CABLE_LEAF, 16), 0);
-	ck_assert_uint_eq(topo_if_addr(t, TOPO_IF_LEAF_PORT, 16), 0);
-	ck_assert_uint_eq(topo_if_addr(t, TOPO_IF_NONE, 0), 0);
+	ck_assert_uint_eq(addrplan_if_addr(t, ADDRPLAN_IF_CABLE_LEAF, 0), BASE);
+	ck_assert_uint_eq(addrplan_if_addr(t, ADDRPLAN_IF_CABLE_SPINE, 0),
+			  BASE + 1);
+	ck_assert_uint_eq(addrplan_if_addr(t, ADDRPLAN_IF_CABLE_LEAF, 5),
+			  BASE + 10);
+	ck_assert_uint_eq(addrplan_if_addr(t, ADDRPLAN_IF_CABLE_SPINE, 15),
+			  BASE + 31);
+	ck_assert_uint_eq(addrplan_if_addr(t, ADDRPLAN_IF_LEAF_PORT, 0),
+			  BASE + 32);
+	ck_assert_uint_eq(addrplan_if_addr(t, ADDRPLAN_IF_LEAF_PORT, 15),
+			  BASE + 62);
+	ck_assert_uint_eq(addrplan_if_addr(t, ADDRPLAN_IF_CABLE_LEAF, 16), 0);
+	ck_assert_uint_eq(addrplan_if_addr(t, ADDRPLAN_IF_LEAF_PORT, 16), 0);
+	ck_assert_uint_eq(addrplan_if_addr(t, ADDRPLAN_IF_NONE, 0), 0);
 	for (i = 0; i < t->nlinks; i++) {
 		id = TOPO_NONE;
-		k = topo_if_lookup(t, topo_if_addr(t, TOPO_IF_CABLE_LEAF, i),
-				   &id);
-		ck_assert_int_eq(k, TOPO_IF_CABLE_LEAF);
+		k = addrplan_if_lookup(
+			t, addrplan_if_addr(t, ADDRPLAN_IF_CABLE_LEAF, i), &id);
+		ck_assert_int_eq(k, ADDRPLAN_IF_CABLE_LEAF);
 		ck_assert_uint_eq(id, i);
-		k = topo_if_lookup(t, topo_if_addr(t, TOPO_IF_CABLE_SPINE, i),
-				   &id);
-		ck_assert_int_eq(k, TOPO_IF_CABLE_SPINE);
+		k = addrplan_if_lookup(
+			t, addrplan_if_addr(t, ADDRPLAN_IF_CABLE_SPINE, i),
+			&id);
+		ck_assert_int_eq(k, ADDRPLAN_IF_CABLE_SPINE);
 		ck_assert_uint_eq(id, i);
 	}
 	for (i = 0; i < t->nports; i++) {
-		k = topo_if_lookup(t, topo_if_addr(t, TOPO_IF_LEAF_PORT, i),
-				   &id);
-		ck_assert_int_eq(k, TOPO_IF_LEAF_PORT);
+		k = addrplan_if_lookup(
+			t, addrplan_if_addr(t, ADDRPLAN_IF_LEAF_PORT, i), &id);
+		ck_assert_int_eq(k, ADDRPLAN_IF_LEAF_PORT);
 		ck_assert_uint_eq(id, i);
 		/* the other half of the port's /31 is no interface */
 		ck_assert_int_eq(
-			topo_if_lookup(
-				t, topo_if_addr(t, TOPO_IF_LEAF_PORT, i) + 1,
+			addrplan_if_lookup(
+				t,
+				addrplan_if_addr(t, ADDRPLAN_IF_LEAF_PORT, i) +
+					1,
 				&id),
-			TOPO_IF_NONE);
+			ADDRPLAN_IF_NONE);
 	}
-	ck_assert_int_eq(topo_if_lookup(t, BASE - 1, &id), TOPO_IF_NONE);
-	ck_assert_int_eq(topo_if_lookup(t, BASE + 64, &id), TOPO_IF_NONE);
-	ck_assert_int_eq(topo_if_lookup(t, tfab_ip(0, 0, 0, true), NULL),
-			 TOPO_IF_NONE);
-	ck_assert_int_eq(topo_if_lookup(t, BASE + 3, NULL),
-			 TOPO_IF_CABLE_SPINE);
+	ck_assert_int_eq(addrplan_if_lookup(t, BASE - 1, &id),
+			 ADDRPLAN_IF_NONE);
+	ck_assert_int_eq(addrplan_if_lookup(t, BASE + 64, &id),
+			 ADDRPLAN_IF_NONE);
+	ck_assert_int_eq(addrplan_if_lookup(t, tfab_ip(0, 0, 0, true), NULL),
+			 ADDRPLAN_IF_NONE);
+	ck_assert_int_eq(addrplan_if_lookup(t, BASE + 3, NULL),
+			 ADDRPLAN_IF_CABLE_SPINE);
 	topo_free(t);
 }
 END_TEST
@@ -70,24 +80,24 @@ START_TEST(test_link_names)
 	char buf[3 * TOPO_NAME_MAX];
 	uint32_t i;
 
-	topo_link_name(t, 0, buf, sizeof(buf));
+	addrplan_link_name(t, 0, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "leaf0-spine0.0");
-	topo_link_name(t, 3, buf, sizeof(buf));
+	addrplan_link_name(t, 3, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "leaf0-spine1.1");
-	topo_link_name(t, 99, buf, sizeof(buf));
+	addrplan_link_name(t, 99, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "?");
 	for (i = 0; i < t->nlinks; i++) {
-		topo_link_name(t, i, buf, sizeof(buf));
-		ck_assert_uint_eq(topo_link_lookup(t, buf), i);
+		addrplan_link_name(t, i, buf, sizeof(buf));
+		ck_assert_uint_eq(addrplan_link_lookup(t, buf), i);
 	}
-	ck_assert_uint_eq(topo_link_lookup(t, "leaf0-spine0"), TOPO_NONE);
+	ck_assert_uint_eq(addrplan_link_lookup(t, "leaf0-spine0"), TOPO_NONE);
 	topo_free(t);
 
 	t = tfab_new(2, 1, true);
-	topo_link_name(t, 1, buf, sizeof(buf));
+	addrplan_link_name(t, 1, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "leaf0-spine1");
-	ck_assert_uint_eq(topo_link_lookup(t, "leaf3-spine1"), 7);
-	ck_assert_uint_eq(topo_link_lookup(t, "leaf3-spine1.0"), TOPO_NONE);
+	ck_assert_uint_eq(addrplan_link_lookup(t, "leaf3-spine1"), 7);
+	ck_assert_uint_eq(addrplan_link_lookup(t, "leaf3-spine1.0"), TOPO_NONE);
 	topo_free(t);
 }
 END_TEST
@@ -97,22 +107,22 @@ START_TEST(test_cidr_parse)
 	uint32_t b;
 	uint8_t p;
 
-	ck_assert_int_eq(topo_cidr_parse("100.64.0.0/10", &b, &p), 0);
+	ck_assert_int_eq(addrplan_cidr_parse("100.64.0.0/10", &b, &p), 0);
 	ck_assert_uint_eq(b, BASE);
 	ck_assert_uint_eq(p, 10);
-	ck_assert_int_eq(topo_cidr_parse("192.168.7.0/24", &b, &p), 0);
+	ck_assert_int_eq(addrplan_cidr_parse("192.168.7.0/24", &b, &p), 0);
 	ck_assert_uint_eq(b, 0xc0a80700u);
-	ck_assert_int_eq(topo_cidr_parse("10.1.2.3/32", &b, &p), 0);
+	ck_assert_int_eq(addrplan_cidr_parse("10.1.2.3/32", &b, &p), 0);
 	ck_assert_uint_eq(p, 32);
-	ck_assert_int_eq(topo_cidr_parse("0.0.0.0/0", &b, &p), 0);
-	ck_assert_int_eq(topo_cidr_parse("10.1.2.3/24", &b, &p), -1);
-	ck_assert_int_eq(topo_cidr_parse("10.0.0.0/33", &b, &p), -1);
-	ck_assert_int_eq(topo_cidr_parse("10.0.0.0", &b, &p), -1);
-	ck_assert_int_eq(topo_cidr_parse("10.0.0.0/", &b, &p), -1);
-	ck_assert_int_eq(topo_cidr_parse("10.0.0.0/8x", &b, &p), -1);
-	ck_assert_int_eq(topo_cidr_parse("10.0.0/8", &b, &p), -1);
-	ck_assert_int_eq(topo_cidr_parse("10.0.0.0/0008", &b, &p), -1);
-	ck_assert_int_eq(topo_cidr_parse("x/8", &b, &p), -1);
+	ck_assert_int_eq(addrplan_cidr_parse("0.0.0.0/0", &b, &p), 0);
+	ck_assert_int_eq(addrplan_cidr_parse("10.1.2.3/24", &b, &p), -1);
+	ck_assert_int_eq(addrplan_cidr_parse("10.0.0.0/33", &b, &p), -1);
+	ck_assert_int_eq(addrplan_cidr_parse("10.0.0.0", &b, &p), -1);
+	ck_assert_int_eq(addrplan_cidr_parse("10.0.0.0/", &b, &p), -1);
+	ck_assert_int_eq(addrplan_cidr_parse("10.0.0.0/8x", &b, &p), -1);
+	ck_assert_int_eq(addrplan_cidr_parse("10.0.0/8", &b, &p), -1);
+	ck_assert_int_eq(addrplan_cidr_parse("10.0.0.0/0008", &b, &p), -1);
+	ck_assert_int_eq(addrplan_cidr_parse("x/8", &b, &p), -1);
 }
 END_TEST
 
@@ -135,7 +145,7 @@ plan_fabric(uint32_t base, uint8_t prefix, char *err, size_t len)
 	h = topo_add_host(t, "h0", err, len);
 	topo_add_nic(t, h, "nic0", 0, 0x0a000001, 1, 0x0a000001, 200, err, len);
 	/* 2 links + 2 ports: 8 addresses */
-	if (topo_set_switch_net(t, base, prefix, err, len) < 0)
+	if (addrplan_set_switch_net(t, base, prefix, err, len) < 0)
 		rc = -2;
 	else
 		rc = topo_finalize(t, err, len);
@@ -165,7 +175,7 @@ END_TEST
 static int
 load(const char *text, struct topo **t, struct cfg_diag *d)
 {
-	return topo_load_yaml_buffer("mem.yaml", text, strlen(text), t, d);
+	return topo_yaml_load_buffer("mem.yaml", text, strlen(text), t, d);
 }
 
 #define YAML_FABRIC                                                            \
@@ -191,7 +201,8 @@ START_TEST(test_yaml_switch_net)
 
 	ck_assert_int_eq(
 		load(YAML_FABRIC "switch_net: 172.16.0.0/29\n", &t, &d), 0);
-	ck_assert_uint_eq(topo_if_addr(t, TOPO_IF_LEAF_PORT, 1), 0xac100006u);
+	ck_assert_uint_eq(addrplan_if_addr(t, ADDRPLAN_IF_LEAF_PORT, 1),
+			  0xac100006u);
 	topo_free(t);
 	cfg_diag_free(&d);
 

@@ -27,7 +27,7 @@ START_TEST(test_example_loads)
 	struct topo *t;
 	uint32_t i;
 
-	if (topo_load_yaml(path, &t, &d) < 0) {
+	if (topo_yaml_load(path, &t, &d) < 0) {
 		cfg_diag_print(&d, stderr);
 		ck_abort_msg("example topology does not load");
 	}
@@ -58,7 +58,7 @@ START_TEST(test_bad_file_reports_everything)
 	FILE *fp;
 	size_t i = 0;
 
-	ck_assert_int_eq(topo_load_yaml(path, &t, &d), -1);
+	ck_assert_int_eq(topo_yaml_load(path, &t, &d), -1);
 	ck_assert_ptr_null(t);
 	fp = fopen(errp, "r");
 	ck_assert_ptr_nonnull(fp);
@@ -81,7 +81,7 @@ END_TEST
 static int
 load(const char *text, struct topo **t, struct cfg_diag *d)
 {
-	return topo_load_yaml_buffer("mem.yaml", text, strlen(text), t, d);
+	return topo_yaml_load_buffer("mem.yaml", text, strlen(text), t, d);
 }
 
 START_TEST(test_small_files)

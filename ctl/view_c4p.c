@@ -1,5 +1,5 @@
 /*
- * ctl_c4p.c - c4ctl's commands for the c4p-master: paths, links, link set,
+ * view_c4p_run.c - c4ctl's commands for the c4p-master: paths, links, link set,
  * alloc and fabric (tables, -o json, and an SVG of the fabric).  The JSON
  * schemas are in docs/c4ctl.md.
  */
@@ -20,7 +20,7 @@
 #define CTL_NAMES_MAX  8192 /* leaves or spines drawn */
 
 static const char *
-ctl_side(C4__PortSide s)
+view_c4p_side(C4__PortSide s)
 {
 	return s == C4__PORT_SIDE__SIDE_LEFT	? "left"
 	       : s == C4__PORT_SIDE__SIDE_RIGHT ? "right"
@@ -28,7 +28,7 @@ ctl_side(C4__PortSide s)
 }
 
 static const char *
-ctl_state(C4__LinkStatus s)
+view_c4p_state(C4__LinkStatus s)
 {
 	return s == C4__LINK_STATUS__LINK_UP	     ? "up"
 	       : s == C4__LINK_STATUS__LINK_DOWN     ? "down"
@@ -37,7 +37,7 @@ ctl_state(C4__LinkStatus s)
 }
 
 static int
-ctl_paths(struct ctl *c, int argc, char **argv)
+view_c4p_paths(struct ctl *c, int argc, char **argv)
 {
 	C4__AdminRequest req = C4__ADMIN_REQUEST__INIT;
 	const C4__AdminReply *r;
@@ -70,7 +70,7 @@ ctl_paths(struct ctl *c, int argc, char **argv)
 
 			json_obj_begin(&j);
 			json_key(&j, "side");
-			json_str(&j, ctl_side(p->side));
+			json_str(&j, view_c4p_side(p->side));
 			json_key(&j, "sport");
 			json_u64(&j, p->sport);
 			json_key(&j, "src_leaf");
@@ -95,7 +95,7 @@ ctl_paths(struct ctl *c, int argc, char **argv)
 			const C4__ProbePath *p = r->paths[i];
 
 			printf("%-6s %6u  %-16s %-16s %-16s %-7s %s\n",
-			       ctl_side(p->side), p->sport, p->src_leaf,
+			       view_c4p_side(p->side), p->sport, p->src_leaf,
 			       p->spine[0] ? p->spine : "-", p->dst_leaf,
 			       p->healthy ? "yes" : "no",
 			       p->reached ? "probe" : "hash");
@@ -107,7 +107,7 @@ ctl_paths(struct ctl *c, int argc, char **argv)
 }
 
 static void
-ctl_link_json(struct json *j, const C4__LinkState *l)
+view_c4p_link_json(struct json *j, const C4__LinkState *l)
 {
 	json_obj_begin(j);
 	json_key(j, "link");
@@ -117,7 +117,7 @@ ctl_link_json(struct json *j, const C4__LinkState *l)
 	json_key(j, "spine");
 	json_str(j, l->b);
 	json_key(j, "state");
-	json_str(j, ctl_state(l->status));
+	json_str(j, view_c4p_state(l->status));
 	json_key(j, "qps");
 	json_u64(j, l->qps);
 	json_key(j, "qps_up");
@@ -132,7 +132,7 @@ ctl_link_json(struct json *j, const C4__LinkState *l)
 }
 
 static void
-ctl_links_table(const C4__AdminReply *r)
+view_c4p_links_table(const C4__AdminReply *r)
 {
 	printf("%-24s %-12s %-12s %-5s %6s %6s %6s %8s %8s\n", "LINK", "LEAF",
 	       "SPINE", "STATE", "QPS", "UP", "DOWN", "GBPS", "LOAD");
@@ -140,13 +140,13 @@ ctl_links_table(const C4__AdminReply *r)
 		const C4__LinkState *l = r->links[i];
 
 		printf("%-24s %-12s %-12s %-5s %6u %6u %6u %8.0f %8.2f\n",
-		       l->link_id, l->a, l->b, ctl_state(l->status), l->qps,
-		       l->qps_up, l->qps_down, l->gbps, l->load);
+		       l->link_id, l->a, l->b, view_c4p_state(l->status),
+		       l->qps, l->qps_up, l->qps_down, l->gbps, l->load);
 	}
 }
 
 static int
-ctl_links(struct ctl *c, int argc, char **argv)
+view_c4p_links(struct ctl *c, int argc, char **argv)
 {
 	C4__Envelope *env;
 	struct json j;
@@ -165,12 +165,12 @@ ctl_links(struct ctl *c, int argc, char **argv)
 		json_key(&j, "links");
 		json_arr_begin(&j);
 		for (size_t i = 0; i < env->admin_reply->n_links; i++)
-			ctl_link_json(&j, env->admin_reply->links[i]);
+			view_c4p_link_json(&j, env->admin_reply->links[i]);
 		json_arr_end(&j);
 		json_obj_end(&j);
 		json_end(&j);
 	} else {
-		ctl_links_table(env->admin_reply);
+		view_c4p_links_table(env->admin_reply);
 	}
 	msg_free(env);
 	cli_close(&c->cli);
@@ -178,7 +178,7 @@ ctl_links(struct ctl *c, int argc, char **argv)
 }
 
 static int
-ctl_link_set(struct ctl *c, int argc, char **argv)
+view_c4p_link_set(struct ctl *c, int argc, char **argv)
 {
 	C4__AdminRequest req = C4__ADMIN_REQUEST__INIT;
 	const C4__AdminReply *r;
@@ -223,7 +223,7 @@ ctl_link_set(struct ctl *c, int argc, char **argv)
 }
 
 static void
-ctl_assign_json(struct json *j, const C4__PathAssignment *pa)
+view_c4p_assign_json(struct json *j, const C4__PathAssignment *pa)
 {
 	json_obj_begin(j);
 	json_key(j, "index");
@@ -231,7 +231,7 @@ ctl_assign_json(struct json *j, const C4__PathAssignment *pa)
 	json_key(j, "sport");
 	json_u64(j, pa->udp_sport);
 	json_key(j, "side");
-	json_str(j, ctl_side(pa->side));
+	json_str(j, view_c4p_side(pa->side));
 	json_key(j, "src_leaf");
 	json_str(j, pa->src_leaf);
 	json_key(j, "spine");
@@ -244,7 +244,7 @@ ctl_assign_json(struct json *j, const C4__PathAssignment *pa)
 }
 
 static int
-ctl_alloc(struct ctl *c, int argc, char **argv)
+view_c4p_alloc(struct ctl *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"job", required_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
@@ -289,13 +289,13 @@ ctl_alloc(struct ctl *c, int argc, char **argv)
 			json_key(&j, "dst_nic");
 			json_str(&j, a->dst_nic);
 			json_key(&j, "side");
-			json_str(&j, ctl_side(a->side));
+			json_str(&j, view_c4p_side(a->side));
 			json_key(&j, "lease_expires_ns");
 			json_u64(&j, a->lease_expires_ns);
 			json_key(&j, "qps");
 			json_arr_begin(&j);
 			for (size_t k = 0; k < a->n_paths; k++)
-				ctl_assign_json(&j, a->paths[k]);
+				view_c4p_assign_json(&j, a->paths[k]);
 			json_arr_end(&j);
 			json_obj_end(&j);
 		}
@@ -316,7 +316,7 @@ ctl_alloc(struct ctl *c, int argc, char **argv)
 				printf("%-12s %-20s %-14s %-14s %-5s %3u %6u  "
 				       "%s>%s>%s\n",
 				       a->job_id, a->request_id, a->src_nic,
-				       a->dst_nic, ctl_side(pa->side),
+				       a->dst_nic, view_c4p_side(pa->side),
 				       pa->qp_index, pa->udp_sport,
 				       pa->src_leaf,
 				       pa->spine[0] ? pa->spine : "-",
@@ -336,7 +336,7 @@ ctl_alloc(struct ctl *c, int argc, char **argv)
 
 /* Index of name in v[0..*n), appended when new; -1 when full. */
 static int
-ctl_name_index(const char **v, size_t *n, const char *name)
+view_c4p_name_index(const char **v, size_t *n, const char *name)
 {
 	for (size_t i = 0; i < *n; i++)
 		if (strcmp(v[i], name) == 0)
@@ -349,7 +349,7 @@ ctl_name_index(const char **v, size_t *n, const char *name)
 
 /* Green (idle) through yellow to red (the busiest link). */
 static void
-ctl_load_colour(double f, char *buf, size_t len)
+view_c4p_load_colour(double f, char *buf, size_t len)
 {
 	int r, g;
 
@@ -363,7 +363,7 @@ ctl_load_colour(double f, char *buf, size_t len)
 }
 
 static void
-ctl_svg_text(FILE *fp, const char *s)
+view_c4p_svg_text(FILE *fp, const char *s)
 {
 	for (; *s; s++) {
 		if (*s == '<')
@@ -378,8 +378,8 @@ ctl_svg_text(FILE *fp, const char *s)
 }
 
 static int
-ctl_svg(const C4__AdminReply *r, const char **leaves, size_t nl,
-	const char **spines, size_t ns, const char *path)
+view_c4p_svg(const C4__AdminReply *r, const char **leaves, size_t nl,
+	     const char **spines, size_t ns, const char *path)
 {
 	size_t width = (nl > ns ? nl : ns) * CTL_SVG_STEP + 60;
 	double max = 0;
@@ -416,17 +416,19 @@ ctl_svg(const C4__AdminReply *r, const char **leaves, size_t nl,
 			b++;
 		xl = 30.0 + (double)(width - 60) * (a + 0.5) / (double)nl;
 		xs = 30.0 + (double)(width - 60) * (b + 0.5) / (double)ns;
-		ctl_load_colour(max > 0 ? l->load / max : 0, col, sizeof(col));
+		view_c4p_load_colour(max > 0 ? l->load / max : 0, col,
+				     sizeof(col));
 		fprintf(fp,
 			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
 			"stroke=\"%s\" stroke-width=\"%s\"%s><title>",
 			xl, CTL_SVG_LEAFY - 12, xs, CTL_SVG_SPINEY + 12,
 			down ? "#999999" : col, down ? "1.5" : "2.5",
 			down ? " stroke-dasharray=\"6,4\"" : "");
-		ctl_svg_text(fp, l->link_id);
+		view_c4p_svg_text(fp, l->link_id);
 		fprintf(fp,
 			": %s, %u QPs up, %u down, load %.2f</title></line>\n",
-			ctl_state(l->status), l->qps_up, l->qps_down, l->load);
+			view_c4p_state(l->status), l->qps_up, l->qps_down,
+			l->load);
 		if (down)
 			fprintf(fp,
 				"<text x=\"%.1f\" y=\"%.1f\" fill=\"#cc0000\" "
@@ -443,7 +445,7 @@ ctl_svg(const C4__AdminReply *r, const char **leaves, size_t nl,
 			"rx=\"4\" fill=\"#dde6f5\" stroke=\"#335\"/>"
 			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
 			x - 35, CTL_SVG_SPINEY - 12, x, CTL_SVG_SPINEY + 4);
-		ctl_svg_text(fp, spines[i]);
+		view_c4p_svg_text(fp, spines[i]);
 		fprintf(fp, "</text>\n");
 	}
 	for (size_t i = 0; i < nl; i++) {
@@ -454,7 +456,7 @@ ctl_svg(const C4__AdminReply *r, const char **leaves, size_t nl,
 			"rx=\"4\" fill=\"#e8f2e0\" stroke=\"#353\"/>"
 			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
 			x - 35, CTL_SVG_LEAFY - 12, x, CTL_SVG_LEAFY + 4);
-		ctl_svg_text(fp, leaves[i]);
+		view_c4p_svg_text(fp, leaves[i]);
 		fprintf(fp, "</text>\n");
 	}
 	fprintf(fp, "</svg>\n");
@@ -466,7 +468,7 @@ ctl_svg(const C4__AdminReply *r, const char **leaves, size_t nl,
 }
 
 static int
-ctl_fabric(struct ctl *c, int argc, char **argv)
+view_c4p_fabric(struct ctl *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"svg", required_argument, NULL, 's'}, {NULL, 0, NULL, 0}};
@@ -500,10 +502,10 @@ ctl_fabric(struct ctl *c, int argc, char **argv)
 	if (leaves == NULL || spines == NULL)
 		goto out;
 	for (size_t i = 0; i < r->n_links; i++) {
-		ctl_name_index(leaves, &nl, r->links[i]->a);
-		ctl_name_index(spines, &ns, r->links[i]->b);
+		view_c4p_name_index(leaves, &nl, r->links[i]->a);
+		view_c4p_name_index(spines, &ns, r->links[i]->b);
 	}
-	if (svg != NULL && ctl_svg(r, leaves, nl, spines, ns, svg) < 0)
+	if (svg != NULL && view_c4p_svg(r, leaves, nl, spines, ns, svg) < 0)
 		goto out;
 	if (c->json) {
 		json_init(&j, stdout);
@@ -521,7 +523,7 @@ ctl_fabric(struct ctl *c, int argc, char **argv)
 		json_key(&j, "links");
 		json_arr_begin(&j);
 		for (size_t i = 0; i < r->n_links; i++)
-			ctl_link_json(&j, r->links[i]);
+			view_c4p_link_json(&j, r->links[i]);
 		json_arr_end(&j);
 		json_key(&j, "svg");
 		json_str(&j, svg);
@@ -578,7 +580,7 @@ out:
 
 /* A probe round now: the agents' results refresh the catalog. */
 static int
-ctl_probe(struct ctl *c, int argc, char **argv)
+view_c4p_probe(struct ctl *c, int argc, char **argv)
 {
 	const C4__AdminReply *r;
 	C4__Envelope *env;
@@ -612,17 +614,17 @@ ctl_probe(struct ctl *c, int argc, char **argv)
 }
 
 int
-ctl_c4p(struct ctl *c, const char *cmd, int argc, char **argv)
+view_c4p_run(struct ctl *c, const char *cmd, int argc, char **argv)
 {
 	if (strcmp(cmd, "probe") == 0)
-		return ctl_probe(c, argc, argv);
+		return view_c4p_probe(c, argc, argv);
 	if (strcmp(cmd, "paths") == 0)
-		return ctl_paths(c, argc, argv);
+		return view_c4p_paths(c, argc, argv);
 	if (strcmp(cmd, "links") == 0)
-		return ctl_links(c, argc, argv);
+		return view_c4p_links(c, argc, argv);
 	if (strcmp(cmd, "link") == 0)
-		return ctl_link_set(c, argc, argv);
+		return view_c4p_link_set(c, argc, argv);
 	if (strcmp(cmd, "alloc") == 0)
-		return ctl_alloc(c, argc, argv);
-	return ctl_fabric(c, argc, argv);
+		return view_c4p_alloc(c, argc, argv);
+	return view_c4p_fabric(c, argc, argv);
 }
