@@ -1,5 +1,10 @@
 /*
  * u64map.c - the uint64 -> uint32 hash map (u64map.h).
+ *
+ * The layout is chosen for lookups, which the detection engine does for
+ * every record of every interval: keys in one array with an in-band empty
+ * marker (one cache line read per probe), at most half full (short probe
+ * chains).  The one key equal to the marker is kept out of band.
  */
 #include "u64map.h"
 
@@ -9,34 +14,48 @@
 #include "mix.h"
 
 static size_t
-u64map_home(const struct u64map *m, uint64_t k)
+u64map_home(size_t cap, uint64_t k)
 {
-	return (size_t)mix64(k) & (m->cap - 1);
+	return (size_t)mix64(k) & (cap - 1);
+}
+
+/* Stores k (not the marker, not present) into a table with a free slot. */
+static void
+u64map_place(uint64_t *keys, uint32_t *vals, size_t cap, uint64_t k, uint32_t v)
+{
+	size_t i = u64map_home(cap, k);
+
+	while (keys[i] != U64MAP_EMPTY)
+		i = (i + 1) & (cap - 1);
+	keys[i] = k;
+	vals[i] = v;
 }
 
 static int
 u64map_grow(struct u64map *m)
 {
-	struct u64map n = {0};
-	size_t cap = m->cap ? m->cap * 2 : 64;
+	size_t cap = m->cap ? m->cap * 2 : U64MAP_MIN_CAP;
+	uint64_t *keys;
+	uint32_t *vals;
 
-	n.keys = calloc(cap, sizeof(*n.keys));
-	n.vals = calloc(cap, sizeof(*n.vals));
-	n.used = calloc(cap, 1);
-	n.cap = cap;
-	if (n.keys == NULL || n.vals == NULL || n.used == NULL) {
-		free(n.keys);
-		free(n.vals);
-		free(n.used);
+	if (cap > SIZE_MAX / sizeof(*keys))
+		return -1;
+	keys = malloc(cap * sizeof(*keys));
+	vals = malloc(cap * sizeof(*vals));
+	if (keys == NULL || vals == NULL) {
+		free(keys);
+		free(vals);
 		return -1;
 	}
+	memset(keys, 0xff, cap * sizeof(*keys));
 	for (size_t i = 0; i < m->cap; i++)
-		if (m->used[i])
-			u64map_put(&n, m->keys[i], m->vals[i]);
+		if (m->keys[i] != U64MAP_EMPTY)
+			u64map_place(keys, vals, cap, m->keys[i], m->vals[i]);
 	free(m->keys);
 	free(m->vals);
-	free(m->used);
-	*m = n;
+	m->keys = keys;
+	m->vals = vals;
+	m->cap = cap;
 	return 0;
 }
 
@@ -45,17 +64,24 @@ u64map_put(struct u64map *m, uint64_t k, uint32_t v)
 {
 	size_t i;
 
-	if ((m->n + 1) * 4 > m->cap * 3 && u64map_grow(m) < 0)
-		return -1;
-	for (i = u64map_home(m, k); m->used[i]; i = (i + 1) & (m->cap - 1)) {
-		if (m->keys[i] == k) {
-			m->vals[i] = v;
-			return 0;
+	if (k == U64MAP_EMPTY) {
+		m->n += !m->has_empty_key;
+		m->has_empty_key = true;
+		m->empty_val = v;
+		return 0;
+	}
+	if (m->cap != 0) {
+		for (i = u64map_home(m->cap, k); m->keys[i] != U64MAP_EMPTY;
+		     i = (i + 1) & (m->cap - 1)) {
+			if (m->keys[i] == k) {
+				m->vals[i] = v;
+				return 0;
+			}
 		}
 	}
-	m->used[i] = 1;
-	m->keys[i] = k;
-	m->vals[i] = v;
+	if (2 * (m->n + 1) > m->cap && u64map_grow(m) < 0)
+		return -1;
+	u64map_place(m->keys, m->vals, m->cap, k, v);
 	m->n++;
 	return 0;
 }
@@ -63,9 +89,15 @@ u64map_put(struct u64map *m, uint64_t k, uint32_t v)
 int
 u64map_get(const struct u64map *m, uint64_t k, uint32_t *v)
 {
+	if (k == U64MAP_EMPTY) {
+		if (!m->has_empty_key)
+			return -1;
+		*v = m->empty_val;
+		return 0;
+	}
 	if (m->cap == 0)
 		return -1;
-	for (size_t i = u64map_home(m, k); m->used[i];
+	for (size_t i = u64map_home(m->cap, k); m->keys[i] != U64MAP_EMPTY;
 	     i = (i + 1) & (m->cap - 1)) {
 		if (m->keys[i] == k) {
 			*v = m->vals[i];
@@ -80,15 +112,22 @@ u64map_del(struct u64map *m, uint64_t k)
 {
 	size_t mask = m->cap - 1, i, j, home;
 
+	if (k == U64MAP_EMPTY) {
+		if (!m->has_empty_key)
+			return -1;
+		m->has_empty_key = false;
+		m->n--;
+		return 0;
+	}
 	if (m->cap == 0)
 		return -1;
-	for (i = u64map_home(m, k); m->keys[i] != k || !m->used[i];
-	     i = (i + 1) & mask)
-		if (!m->used[i])
+	for (i = u64map_home(m->cap, k); m->keys[i] != k; i = (i + 1) & mask)
+		if (m->keys[i] == U64MAP_EMPTY)
 			return -1;
 	/* backward shift: refill the hole from the probe chain behind it */
-	for (j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
-		home = u64map_home(m, m->keys[j]);
+	for (j = (i + 1) & mask; m->keys[j] != U64MAP_EMPTY;
+	     j = (j + 1) & mask) {
+		home = u64map_home(m->cap, m->keys[j]);
 		/* an entry whose home lies in (i, j] must stay */
 		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
 			continue;
@@ -96,7 +135,7 @@ u64map_del(struct u64map *m, uint64_t k)
 		m->vals[i] = m->vals[j];
 		i = j;
 	}
-	m->used[i] = 0;
+	m->keys[i] = U64MAP_EMPTY;
 	m->n--;
 	return 0;
 }
@@ -105,8 +144,9 @@ void
 u64map_clear(struct u64map *m)
 {
 	if (m->cap != 0)
-		memset(m->used, 0, m->cap);
+		memset(m->keys, 0xff, m->cap * sizeof(*m->keys));
 	m->n = 0;
+	m->has_empty_key = false;
 }
 
 void
@@ -114,12 +154,11 @@ u64map_free(struct u64map *m)
 {
 	free(m->keys);
 	free(m->vals);
-	free(m->used);
 	memset(m, 0, sizeof(*m));
 }
 
 size_t
 u64map_bytes(const struct u64map *m)
 {
-	return m->cap * (sizeof(*m->keys) + sizeof(*m->vals) + 1);
+	return m->cap * (sizeof(*m->keys) + sizeof(*m->vals));
 }

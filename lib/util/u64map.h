@@ -1,21 +1,29 @@
 /*
  * u64map.h - THE uint64 -> uint32 hash map: open addressing, linear
- * probing on mix64 (mix.h), at most three quarters full, capacity a power
- * of two.  Every key is valid.  Zero-initialise it before use; deletion
- * shifts the following entries back, so there are no tombstones and
- * lookups stay as short after deleting as before.  libc only.
+ * probing on mix64 (mix.h), at most half full, capacity a power of two.
+ * Every key is valid: an empty slot holds U64MAP_EMPTY, and that one key,
+ * when stored, lives beside the table (has_empty_key) instead of in it, so
+ * a probe reads one array of keys and stops at the first empty slot.
+ * Zero-initialise it before use; deletion shifts the following entries
+ * back, so there are no tombstones and lookups stay as short after
+ * deleting as before.  libc only.
  */
 #ifndef C4_U64MAP_H
 #define C4_U64MAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#define U64MAP_EMPTY   UINT64_MAX /* the key an empty slot holds */
+#define U64MAP_MIN_CAP 16u	  /* slots of the first table */
+
 struct u64map {
-	uint64_t *keys;
+	uint64_t *keys; /* U64MAP_EMPTY where a slot is free */
 	uint32_t *vals;
-	uint8_t *used;
-	size_t cap, n; /* slots (0 until the first put) and entries */
+	size_t cap, n;	    /* slots (0 until the first put), entries */
+	bool has_empty_key; /* U64MAP_EMPTY itself is stored ... */
+	uint32_t empty_val; /* ... with this value */
 };
 
 /*
