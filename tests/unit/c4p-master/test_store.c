@@ -5,6 +5,7 @@
  * reports each write's sequence number.
  */
 #include "tc4p.h"
+#include "tmain.h"
 
 static uint64_t got_ids[4];
 static char got_names[4][16];
@@ -96,21 +97,4 @@ START_TEST(test_sequence_and_release)
 }
 END_TEST
 
-int
-main(void)
-{
-	Suite *s = suite_create("c4p-store");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
-
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_round_trip);
-	tcase_add_test(tc, test_sequence_and_release);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TMAIN("c4p-store", test_round_trip, test_sequence_and_release)
