@@ -6,6 +6,7 @@
 #include "addrplan.h"
 #include "admin.h"
 #include "tc4p.h"
+#include "tmain.h"
 
 static C4__AdminReply *
 ask(struct tc4p *x, struct c4p_sess *s, C4__AdminRequest *q, int want)
@@ -83,20 +84,4 @@ START_TEST(test_links_set_allocs_paths)
 }
 END_TEST
 
-int
-main(void)
-{
-	Suite *s = suite_create("c4p-admin");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
-
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_links_set_allocs_paths);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TMAIN("c4p-admin", test_links_set_allocs_paths)

@@ -6,6 +6,7 @@
  */
 #include "api.h"
 #include "tc4p.h"
+#include "tmain.h"
 
 static C4__PathReply *
 tc4p_reply(struct tc4p *x, size_t i)
@@ -117,21 +118,4 @@ START_TEST(test_unknown_nic_and_expiry)
 }
 END_TEST
 
-int
-main(void)
-{
-	Suite *s = suite_create("c4p-api");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
-
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_request_renew_release);
-	tcase_add_test(tc, test_unknown_nic_and_expiry);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TMAIN("c4p-api", test_request_renew_release, test_unknown_nic_and_expiry)

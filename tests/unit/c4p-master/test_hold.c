@@ -8,6 +8,7 @@
 
 #include "c4p.h"
 #include "hold.h"
+#include "tmain.h"
 
 START_TEST(test_set_get_replace_delete)
 {
@@ -50,20 +51,4 @@ START_TEST(test_drop_session_and_growth)
 }
 END_TEST
 
-int
-main(void)
-{
-	Suite *s = suite_create("hold");
-	TCase *tc = tcase_create("table");
-	SRunner *sr;
-	int failed;
-
-	tcase_add_test(tc, test_set_get_replace_delete);
-	tcase_add_test(tc, test_drop_session_and_growth);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TMAIN("hold", test_set_get_replace_delete, test_drop_session_and_growth)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "jobs.h"
+#include "tmain.h"
 
 START_TEST(test_add_find_name)
 {
@@ -52,20 +53,4 @@ START_TEST(test_restore_and_limit)
 }
 END_TEST
 
-int
-main(void)
-{
-	Suite *s = suite_create("c4p-jobs");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
-
-	tcase_add_test(tc, test_add_find_name);
-	tcase_add_test(tc, test_restore_and_limit);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TMAIN("c4p-jobs", test_add_find_name, test_restore_and_limit)

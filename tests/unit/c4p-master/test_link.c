@@ -6,6 +6,7 @@
 #include "hold.h"
 #include "link.h"
 #include "tc4p.h"
+#include "tmain.h"
 
 START_TEST(test_down_moves_and_tells)
 {
@@ -67,21 +68,4 @@ START_TEST(test_orphaned_moves_counted)
 }
 END_TEST
 
-int
-main(void)
-{
-	Suite *s = suite_create("c4p-link");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
-
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_down_moves_and_tells);
-	tcase_add_test(tc, test_orphaned_moves_counted);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TMAIN("c4p-link", test_down_moves_and_tells, test_orphaned_moves_counted)

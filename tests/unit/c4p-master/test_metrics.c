@@ -5,6 +5,7 @@
  */
 #include "metrics.h"
 #include "tc4p.h"
+#include "tmain.h"
 
 START_TEST(test_errors_and_no_listener)
 {
@@ -26,19 +27,4 @@ START_TEST(test_errors_and_no_listener)
 }
 END_TEST
 
-int
-main(void)
-{
-	Suite *s = suite_create("c4p-metrics");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
-
-	tcase_add_test(tc, test_errors_and_no_listener);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TMAIN("c4p-metrics", test_errors_and_no_listener)

@@ -5,6 +5,7 @@
  * unresolvable path is rejected by probes_resolve().
  */
 #include "tc4p.h"
+#include "tmain.h"
 
 START_TEST(test_round_and_results)
 {
@@ -84,21 +85,4 @@ START_TEST(test_resolve_rejects)
 }
 END_TEST
 
-int
-main(void)
-{
-	Suite *s = suite_create("c4p-probes");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
-
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_round_and_results);
-	tcase_add_test(tc, test_resolve_rejects);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TMAIN("c4p-probes", test_round_and_results, test_resolve_rejects)

@@ -8,6 +8,7 @@
 
 #include "reply.h"
 #include "tfab.h"
+#include "tmain.h"
 
 static uint64_t sent[8];
 static size_t nsent;
@@ -97,20 +98,4 @@ START_TEST(test_send_now_and_assignment)
 }
 END_TEST
 
-int
-main(void)
-{
-	Suite *s = suite_create("c4p-reply");
-	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
-
-	tcase_add_test(tc, test_order_and_commit);
-	tcase_add_test(tc, test_send_now_and_assignment);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TMAIN("c4p-reply", test_order_and_commit, test_send_now_and_assignment)
