@@ -23,9 +23,11 @@
 #include "evjson.h"
 #include "json.h"
 #include "msg.h"
+#include "token.h"
 
 #define CTL_DEFAULT_SERVER "127.0.0.1:7410"
 #define CTL_TOKEN_FILE	   C4_SYSCONFDIR "/ctl.token"
+#define CTL_TOKEN_KEEP	   1099 /* bytes of a token file's line sent */
 #define CTL_PING_MAX	   100000
 #define CTL_FOLLOW_MS	   1000 /* events --follow: polling period */
 #define CTL_SUSPECTS_MAX   200	/* characters of the SUSPECTS column */
@@ -68,23 +70,6 @@ c4ctl_usage(FILE *fp)
 		"  -w MS     time to wait for each answer (default 5000)\n"
 		"  --version print the version\n",
 		CTL_DEFAULT_SERVER, CTL_TOKEN_FILE);
-}
-
-static char *
-c4ctl_read_token(const char *path)
-{
-	char line[1100];
-	FILE *fp = fopen(path, "re");
-
-	if (fp == NULL)
-		return NULL;
-	if (fgets(line, sizeof(line), fp) == NULL) {
-		fclose(fp);
-		return NULL;
-	}
-	fclose(fp);
-	line[strcspn(line, "\r\n")] = '\0';
-	return strdup(line);
 }
 
 static double
@@ -426,7 +411,7 @@ main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	struct ctl c;
-	char *owned = NULL;
+	char *owned = NULL, err[256];
 	const char *cmd;
 	int ch, rc;
 
@@ -445,10 +430,10 @@ main(int argc, char **argv)
 			break;
 		case 'T':
 			free(owned);
-			owned = c4ctl_read_token(optarg);
+			owned = token_read(optarg, CTL_TOKEN_KEEP, err,
+					   sizeof(err));
 			if (owned == NULL) {
-				fprintf(stderr, "c4ctl: %s: %s\n", optarg,
-					strerror(errno ? errno : EINVAL));
+				fprintf(stderr, "c4ctl: %s: %s\n", optarg, err);
 				return 2;
 			}
 			c.token = owned;
@@ -495,7 +480,8 @@ main(int argc, char **argv)
 	if (c.token == NULL)
 		c.token = getenv("C4_TOKEN");
 	if (c.token == NULL)
-		c.token = owned = c4ctl_read_token(CTL_TOKEN_FILE);
+		c.token = owned =
+			token_read(CTL_TOKEN_FILE, CTL_TOKEN_KEEP, NULL, 0);
 	cmd = argv[optind];
 	argc -= optind;
 	argv += optind;

@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "log.h"
+#include "token.h"
 
 struct c4a_socket_conf {
 	char *path;
@@ -80,27 +81,6 @@ static const struct cfg_schema c4a_socket_schema = {
 	"socket", sizeof(struct c4a_socket_conf), c4a_socket_fields,
 	CFG_NFIELDS(c4a_socket_fields), c4a_socket_validate};
 
-/* Reads the first line of a token file; NULL with err filled. */
-static char *
-c4a_read_token(const char *path, char *err, size_t errlen)
-{
-	char line[AUTH_TOKEN_MAX + 2];
-	FILE *fp = fopen(path, "re");
-
-	if (fp == NULL) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		return NULL;
-	}
-	if (fgets(line, sizeof(line), fp) == NULL) {
-		snprintf(err, errlen, "file is empty or unreadable");
-		fclose(fp);
-		return NULL;
-	}
-	fclose(fp);
-	line[strcspn(line, "\r\n")] = '\0';
-	return strdup(line);
-}
-
 /*
  * The credential of a master entry: exactly one of token and token_file,
  * of a valid length.  *secret gets a copy; problems go to d as "what: ...".
@@ -120,8 +100,8 @@ c4a_secret(const char *token, const char *token_file, char **secret,
 	}
 	if (token != NULL)
 		*secret = strdup(token);
-	else if ((*secret = c4a_read_token(token_file, err, sizeof(err))) ==
-		 NULL) {
+	else if ((*secret = token_read(token_file, AUTH_TOKEN_MAX + 1, err,
+				       sizeof(err))) == NULL) {
 		cfg_diag_add(d, at, "%s: token_file %s: %s", what, token_file,
 			     err);
 		return;

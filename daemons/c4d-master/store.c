@@ -25,6 +25,7 @@
 
 #include <sqlite3.h>
 
+#include "clock.h"
 #include "log.h"
 #include "master.h"
 #include "sqlq.h"
@@ -132,15 +133,6 @@ static const char store_schema_sql[] =
 	"CREATE INDEX outbox_pending ON outbox (webhook, seq)"
 	" WHERE delivered_ns IS NULL;"
 	"CREATE INDEX events_state ON events (state, updated_ns);";
-
-static uint64_t
-store_wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void
 store_job_free(struct sqlq_op *op)
@@ -308,7 +300,8 @@ store_do_mark(struct sqlq *q, struct store_job *j)
 	if (s == NULL)
 		return -1;
 	if (j->kind == STORE_DELIVERED) {
-		sqlite3_bind_int64(s, 1, (sqlite3_int64)store_wall_ns());
+		sqlite3_bind_int64(s, 1,
+				   (sqlite3_int64)clock_ns(CLOCK_REALTIME));
 		sqlite3_bind_int64(s, 2, (sqlite3_int64)j->seq);
 	} else {
 		sqlite3_bind_int64(s, 1, (sqlite3_int64)j->next_ns);

@@ -29,6 +29,7 @@
 #include "json.h"
 #include "log.h"
 #include "master.h"
+#include "token.h"
 
 enum webhook_phase {
 	WH_IDLE,    /* nothing known to send */
@@ -419,26 +420,20 @@ webhook_timer_cb(evutil_socket_t fd, short what, void *arg)
 static char *
 webhook_read_token(const char *path, char *err, size_t errlen)
 {
-	char line[WEBHOOK_TOKEN_MAX + 2];
-	FILE *fp = fopen(path, "re");
+	char why[256];
+	char *tok = token_read(path, WEBHOOK_TOKEN_MAX + 1, why, sizeof(why));
 
-	if (fp == NULL) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	if (tok == NULL) {
+		snprintf(err, errlen, "%s: %s", path, why);
 		return NULL;
 	}
-	if (fgets(line, sizeof(line), fp) == NULL) {
-		fclose(fp);
-		snprintf(err, errlen, "%s: empty", path);
-		return NULL;
-	}
-	fclose(fp);
-	line[strcspn(line, "\r\n")] = '\0';
-	if (line[0] == '\0' || strlen(line) > WEBHOOK_TOKEN_MAX) {
+	if (tok[0] == '\0' || strlen(tok) > WEBHOOK_TOKEN_MAX) {
 		snprintf(err, errlen, "%s: no token of 1..%d bytes", path,
 			 WEBHOOK_TOKEN_MAX);
+		free(tok);
 		return NULL;
 	}
-	return strdup(line);
+	return tok;
 }
 
 /*

@@ -52,7 +52,7 @@
 #define C4P_ALLOCS_MAX	     20000 /* QPs in one ADMIN_ALLOCS reply */
 #define C4P_REBALANCE_MOVES  10000 /* QPs moved when a cable comes back */
 #define C4P_ERROR_CODES	     16	   /* C4__ErrorCode values counted */
-#define C4P_PROBE_PORTS_MAX  1024  /* source ports per probed pair */
+#define C4P_PROBE_PORTS_MAX  C4_PROBE_SOCKS_MAX /* per pair: an agent's most */
 #define C4P_PROBE_WANT_MAX   65536 /* pairs waiting for an on-demand probe */
 /*
  * After a frame the loop polls this long for the next one before it sleeps

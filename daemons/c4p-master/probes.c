@@ -89,19 +89,22 @@ static void probes_end(struct probes *pb);
  * NIC: the fabric picks the receive side) with probability 0.999 when the
  * switches hash uniformly.  Collecting all P of P equally likely outcomes
  * takes about P (ln P + ln 1000) draws; never fewer than probe.ports,
- * never more than C4P_PROBE_PORTS_MAX.  A fixed port count misses paths:
+ * never more than C4P_PROBE_PORTS_MAX (an agent refuses a task of more
+ * ports: that bound wins over the floor).  A fixed port count misses paths:
  * 32 ports leave one of 8 paths unseen in 1.4 % of pairs, and the
  * allocator cannot balance a leaf's QPs over a spine it does not know.
  */
 static uint32_t
 probes_ports(const struct topo *t, uint32_t src, uint32_t dip, int64_t floor)
 {
-	uint32_t nic = topo_nic_by_ip(t, dip), n;
+	uint32_t nic = topo_nic_by_ip(t, dip), n, lo;
 	long paths = 0;
 	double want;
 
+	lo = floor > C4P_PROBE_PORTS_MAX ? C4P_PROBE_PORTS_MAX
+					 : (uint32_t)floor;
 	if (nic == TOPO_NONE)
-		return (uint32_t)floor;
+		return lo;
 	for (uint8_t s = 0; s < TOPO_SIDES; s++) {
 		uint32_t dp = t->nics[nic].port[s];
 		long k;
@@ -116,7 +119,7 @@ probes_ports(const struct topo *t, uint32_t src, uint32_t dip, int64_t floor)
 				(log((double)paths) + log(1000.0)))
 			 : 1.0;
 	n = want > C4P_PROBE_PORTS_MAX ? C4P_PROBE_PORTS_MAX : (uint32_t)want;
-	return n < (uint32_t)floor ? (uint32_t)floor : n;
+	return n < lo ? lo : n;
 }
 
 static int

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "msg.h"
+#include "token.h"
 
 static void auth_validate(void *obj, struct cfg_pos at, struct cfg_diag *d);
 
@@ -35,31 +36,6 @@ const struct cfg_schema auth_credential_schema = {
 	"credential", sizeof(struct auth_credential), auth_fields,
 	CFG_NFIELDS(auth_fields), auth_validate};
 
-static char *
-auth_read_token_file(const char *path, char *err, size_t errlen)
-{
-	char line[AUTH_TOKEN_MAX + 2];
-	FILE *fp = fopen(path, "re");
-	size_t n;
-
-	if (fp == NULL) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		return NULL;
-	}
-	if (fgets(line, sizeof(line), fp) == NULL) {
-		int failed = ferror(fp);
-
-		fclose(fp);
-		snprintf(err, errlen, "%s",
-			 failed ? strerror(errno) : "file is empty");
-		return NULL;
-	}
-	fclose(fp);
-	n = strcspn(line, "\r\n");
-	line[n] = '\0';
-	return strdup(line);
-}
-
 static void
 auth_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
 {
@@ -76,8 +52,8 @@ auth_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
 	if (c->token != NULL) {
 		c->secret = strdup(c->token);
 	} else {
-		c->secret =
-			auth_read_token_file(c->token_file, err, sizeof(err));
+		c->secret = token_read(c->token_file, AUTH_TOKEN_MAX + 1, err,
+				       sizeof(err));
 		if (c->secret == NULL) {
 			cfg_diag_add(d, at,
 				     "credential '%s': token_file %s: %s",

@@ -108,25 +108,27 @@ cfg_split_number(const char *s, double *num, const char **unit)
 	return 0;
 }
 
-int
-cfg_parse_duration_ms(const char *s, int64_t *out)
-{
-	static const struct {
-		const char *unit;
-		double ms;
-	} units[] = {{"us", 0.001}, {"ms", 1},	    {"s", 1000},
-		     {"m", 60000},  {"h", 3600000}, {"d", 86400000}};
+struct cfg_unit {
 	const char *unit;
-	double v;
+	double mult;
+};
+#define CFG_UNITS(u) (sizeof(u) / sizeof((u)[0]))
 
-	if (cfg_split_number(s, &v, &unit) < 0 || v < 0)
+/*
+ * Parses s as a number not below 0 followed by one of the n units: *v gets
+ * the number times the unit's multiplier.  0, or -1 for anything else.
+ */
+static int
+cfg_parse_units(const char *s, const struct cfg_unit *units, size_t n,
+		double *v)
+{
+	const char *unit;
+
+	if (cfg_split_number(s, v, &unit) < 0 || *v < 0)
 		return -1;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (strcmp(unit, units[i].unit) == 0) {
-			v *= units[i].ms;
-			if (v > 9.2e15)
-				return -1;
-			*out = (int64_t)llround(v);
+			*v *= units[i].mult;
 			return 0;
 		}
 	}
@@ -134,36 +136,39 @@ cfg_parse_duration_ms(const char *s, int64_t *out)
 }
 
 int
-cfg_parse_size(const char *s, int64_t *out)
+cfg_parse_duration_ms(const char *s, int64_t *out)
 {
-	static const struct {
-		const char *unit;
-		double mult;
-	} units[] = {{"", 1},
-		     {"B", 1},
-		     {"K", 1024.0},
-		     {"KiB", 1024.0},
-		     {"M", 1048576.0},
-		     {"MiB", 1048576.0},
-		     {"G", 1073741824.0},
-		     {"GiB", 1073741824.0},
-		     {"T", 1099511627776.0},
-		     {"TiB", 1099511627776.0}};
-	const char *unit;
+	static const struct cfg_unit units[] = {
+		{"us", 0.001}, {"ms", 1},      {"s", 1000},
+		{"m", 60000},  {"h", 3600000}, {"d", 86400000}};
 	double v;
 
-	if (cfg_split_number(s, &v, &unit) < 0 || v < 0)
+	if (cfg_parse_units(s, units, CFG_UNITS(units), &v) < 0 || v > 9.2e15)
 		return -1;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(unit, units[i].unit) == 0) {
-			v *= units[i].mult;
-			if (v > 9.2e18 || v != floor(v))
-				return -1;
-			*out = (int64_t)v;
-			return 0;
-		}
-	}
-	return -1;
+	*out = (int64_t)llround(v);
+	return 0;
+}
+
+int
+cfg_parse_size(const char *s, int64_t *out)
+{
+	static const struct cfg_unit units[] = {{"", 1},
+						{"B", 1},
+						{"K", 1024.0},
+						{"KiB", 1024.0},
+						{"M", 1048576.0},
+						{"MiB", 1048576.0},
+						{"G", 1073741824.0},
+						{"GiB", 1073741824.0},
+						{"T", 1099511627776.0},
+						{"TiB", 1099511627776.0}};
+	double v;
+
+	if (cfg_parse_units(s, units, CFG_UNITS(units), &v) < 0 || v > 9.2e18 ||
+	    v != floor(v))
+		return -1;
+	*out = (int64_t)v;
+	return 0;
 }
 
 int

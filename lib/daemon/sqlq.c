@@ -28,6 +28,7 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "log.h"
 #include "sqlq.h"
 
@@ -73,10 +74,7 @@ struct sqlq {
 static uint64_t
 sqlq_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return clock_ns(CLOCK_MONOTONIC) / 1000000u;
 }
 
 static void
@@ -160,11 +158,10 @@ static bool
 sqlq_write(struct sqlq *q, struct sqlq_op *batch, bool on_loop, bool *valve)
 {
 	struct sqlq_op *op, *nx, *dh = NULL, *dt = NULL;
-	struct timespec t0, t1;
-	uint64_t last = 0;
+	uint64_t last = 0, t0, t1;
 	bool ok = true;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	/* Prepared once like the others: no parsing in the commit path. */
 	if (sqlq_step(q, "BEGIN IMMEDIATE") < 0)
 		ok = false;
@@ -180,7 +177,7 @@ sqlq_write(struct sqlq *q, struct sqlq_op *batch, bool on_loop, bool *valve)
 		if (!sqlite3_get_autocommit(q->db))
 			sqlq_step(q, "ROLLBACK");
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	t1 = clock_ns(CLOCK_MONOTONIC);
 	*valve = ok && q->conf.checkpoint_ms > 0 &&
 		 q->wal_frames >= q->conf.wal_max_frames;
 	for (op = ok ? batch : NULL; op != NULL; op = nx) {
@@ -211,9 +208,7 @@ sqlq_write(struct sqlq *q, struct sqlq_op *batch, bool on_loop, bool *valve)
 		if (on_loop)
 			q->inline_commits++;
 		q->unhealthy = false;
-		http_hist_add(&q->commit_hist,
-			      (double)(t1.tv_sec - t0.tv_sec) +
-				      (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+		http_hist_add(&q->commit_hist, (double)(t1 - t0) * 1e-9);
 		atomic_store_explicit(&q->committed_hint, last,
 				      memory_order_release);
 	} else {
@@ -299,9 +294,8 @@ sqlq_wal_valve(struct sqlq *q)
 static bool
 sqlq_spin(struct sqlq *q, bool (*done)(struct sqlq *))
 {
-	struct timespec t0, t;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned i = 1;; i++) {
 		if (done(q))
 			return true;
@@ -309,10 +303,7 @@ sqlq_spin(struct sqlq *q, bool (*done)(struct sqlq *))
 			continue;
 		/* a thread waiting for this core runs (a busy machine) */
 		sched_yield();
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec -
-			    t0.tv_nsec >
-		    q->conf.spin_ns)
+		if ((int64_t)(clock_ns(CLOCK_MONOTONIC) - t0) > q->conf.spin_ns)
 			return false;
 	}
 }

@@ -132,6 +132,14 @@ srv_new(struct event_base *base, const struct srv_params *p,
 	s->p.daemon = strdup(p->daemon);
 	s->p.node = strdup(p->node ? p->node : "");
 	s->p.job_id = p->job_id ? strdup(p->job_id) : NULL;
+	if (s->p.daemon == NULL || s->p.node == NULL ||
+	    (p->job_id != NULL && s->p.job_id == NULL)) {
+		free((char *)s->p.daemon);
+		free((char *)s->p.node);
+		free((char *)s->p.job_id);
+		free(s);
+		return NULL;
+	}
 	s->ops = *ops;
 	s->arg = arg;
 	TAILQ_INIT(&s->conns);

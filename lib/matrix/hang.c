@@ -86,27 +86,14 @@ static int
 hang_missing(struct matrix *m, const struct comm *c, uint32_t rank, uint64_t k)
 {
 	struct matrix_event e;
-	uint32_t dev = c->dev[rank];
-	const struct dev *d = &m->devs[dev];
+	uint64_t key =
+		matrix_rank_event(m, &e, MATRIX_EV_NONCOMM_HANG, c, rank);
 
-	memset(&e, 0, sizeof(e));
-	e.kind = MATRIX_EV_NONCOMM_HANG;
-	e.comm = c->hash;
-	matrix_suspect_dev(m, &e.suspects[0], dev, MATRIX_ROLE_RANK);
-	e.suspects[0].comm = c->hash;
-	e.suspects[0].rank = e.suspects[0].peer_rank = rank;
-	e.nsuspects = 1;
 	e.slowdown = 1.0;
 	e.score = c->stall;
 	e.confidence = 0.95;
 	e.hang_seq = k;
-	e.action = MATRIX_ACT_ISOLATE_HOST;
-	e.isolate_host = d->host;
-	return persist_observe(m,
-			       persist_key(MATRIX_EV_NONCOMM_HANG,
-					   ((uint64_t)d->host << 16) | d->gpu,
-					   0),
-			       &e, PERSIST_IMMEDIATE, NULL);
+	return persist_observe(m, key, &e, PERSIST_IMMEDIATE, NULL);
 }
 
 /* A cell of comm ci with chunks posted and still no byte moved. */

@@ -355,6 +355,25 @@ matrix_suspect_dev(const struct matrix *m, struct matrix_suspect *s,
 	s->port = s->peer_port = d->port;
 }
 
+uint64_t
+matrix_rank_event(const struct matrix *m, struct matrix_event *e, unsigned kind,
+		  const struct comm *c, uint32_t rank)
+{
+	uint32_t dev = c->dev[rank];
+	const struct dev *d = &m->devs[dev];
+
+	memset(e, 0, sizeof(*e));
+	e->kind = (uint8_t)kind;
+	e->comm = c->hash;
+	matrix_suspect_dev(m, &e->suspects[0], dev, MATRIX_ROLE_RANK);
+	e->suspects[0].comm = c->hash;
+	e->suspects[0].rank = e->suspects[0].peer_rank = rank;
+	e->nsuspects = 1;
+	e->action = MATRIX_ACT_ISOLATE_HOST;
+	e->isolate_host = d->host;
+	return persist_key(kind, ((uint64_t)d->host << 16) | d->gpu, 0);
+}
+
 /*
  * Median of v[0..n) by selection (v is reordered). n must be > 0. Small
  * inputs are insertion sorted; large ones use quickselect, linear on

@@ -321,6 +321,15 @@ struct matrix {
 void matrix_suspect_dev(const struct matrix *m, struct matrix_suspect *s,
 			uint32_t dev, unsigned role);
 float matrix_median(float *v, uint32_t n);
+/*
+ * Starts *e (clearing it) as a candidate of kind against member rank of
+ * communicator c alone: c names the event, the rank's device is its one
+ * suspect, and the action is to isolate that device's host.  Returns the
+ * persist key of kind for the device (its host and GPU).  m and c do not
+ * change.
+ */
+uint64_t matrix_rank_event(const struct matrix *m, struct matrix_event *e,
+			   unsigned kind, const struct comm *c, uint32_t rank);
 int matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci);
 
 /*

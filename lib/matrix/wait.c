@@ -142,16 +142,9 @@ wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
 {
 	struct matrix_event e;
 	struct probe pr;
-	uint32_t dev = c->dev[rank];
-	const struct dev *d = &m->devs[dev];
+	uint64_t key =
+		matrix_rank_event(m, &e, MATRIX_EV_NONCOMM_SLOW, c, rank);
 
-	memset(&e, 0, sizeof(e));
-	e.kind = MATRIX_EV_NONCOMM_SLOW;
-	e.comm = c->hash;
-	matrix_suspect_dev(m, &e.suspects[0], dev, MATRIX_ROLE_RANK);
-	e.suspects[0].comm = c->hash;
-	e.suspects[0].rank = e.suspects[0].peer_rank = rank;
-	e.nsuspects = 1;
 	e.ncells = 1;
 	e.ncells_total = 1;
 	e.cells[0].comm = c->hash;
@@ -160,16 +153,11 @@ wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
 	e.cells[0].z = z;
 	e.slowdown = exp(r);
 	e.score = z;
-	e.action = MATRIX_ACT_ISOLATE_HOST;
-	e.isolate_host = d->host;
 	pr.kind = PROBE_RANK;
 	pr.a = (uint32_t)(c - m->comms);
 	pr.b = rank;
-	return persist_observe(
-		m,
-		persist_key(MATRIX_EV_NONCOMM_SLOW,
-			    ((uint64_t)d->host << 16) | d->gpu, 0),
-		&e, cost < 2.0f * m->lmin ? PERSIST_WEAK : 0, &pr);
+	return persist_observe(m, key, &e,
+			       cost < 2.0f * m->lmin ? PERSIST_WEAK : 0, &pr);
 }
 
 /*

@@ -186,6 +186,7 @@ cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
 		snprintf(c->err, sizeof(c->err), "%s", err);
 		return -1;
 	}
+	c->connected = 1;
 	hello_init(&hello, h->role, h->job_id, h->node_name, h->credential, 0);
 	env = cli_call(c, C4__MSG_TYPE__MSG_HELLO, &hello);
 	if (env == NULL)
@@ -203,6 +204,7 @@ cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
 fail:
 	close(c->fd);
 	c->fd = -1;
+	c->connected = 0;
 	frame_buf_free(&c->in);
 	return -1;
 }
@@ -210,7 +212,7 @@ fail:
 void
 cli_close(struct cli *c)
 {
-	if (c->fd >= 0) {
+	if (c->connected && c->fd >= 0) {
 		C4__Goodbye g = C4__GOODBYE__INIT;
 
 		g.reason = (char *)"done";
@@ -218,6 +220,7 @@ cli_close(struct cli *c)
 		close(c->fd);
 	}
 	c->fd = -1;
+	c->connected = 0;
 	msg_free(c->hello_env);
 	c->hello_env = NULL;
 	c->hello = NULL;

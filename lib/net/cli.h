@@ -31,6 +31,11 @@ struct cli {
 	C4__HelloReply *hello; /* the daemon's reply, owned */
 	C4__Envelope *hello_env;
 	char err[512];
+	/*
+	 * Set while fd is a socket cli_connect() opened and cli_close() has
+	 * not closed: a merely zeroed client (fd 0) owns no descriptor.
+	 */
+	int connected;
 };
 
 struct cli_hello {
@@ -45,10 +50,11 @@ int cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
 		int timeout_ms);
 /*
  * Says goodbye if connected (best effort), closes the socket and frees the
- * hello reply and the input buffer; c->hello becomes NULL.  Envelopes
- * already returned stay the caller's.  c must have been through
- * cli_connect() (even a failed one: a merely zeroed c has fd 0); closing
- * twice is safe, and c may then be connected again.
+ * hello reply and the input buffer; c->hello becomes NULL and c->fd -1.
+ * Envelopes already returned stay the caller's.  Only a socket that
+ * cli_connect() opened is closed: a zeroed c is safe to close (its fd 0
+ * is left alone), and so is a c closed before; a caller that put its own
+ * descriptor in c->fd closes it itself.  c may then be connected again.
  */
 void cli_close(struct cli *c);
 

@@ -198,29 +198,36 @@ alloc_res(const struct alloc_qp *q, struct alloc_qp_res *out)
 	out->path = q->path;
 }
 
+void
+alloc_rq_drop(struct alloc *a, uint32_t s, uint32_t n, bool stranded_unloaded)
+{
+	struct alloc_req *r = &a->rq[s];
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct alloc_qp *q = &a->qp[r->qps[i]];
+
+		if (!(stranded_unloaded && q->stranded))
+			place_load(a, q, -1);
+		alloc_qp_put(a, r->qps[i]);
+	}
+	free(r->qps);
+	r->qps = NULL;
+	r->nqp = 0;
+	r->live = false;
+	(void)alloc_fl_push(&a->rq_free, s);
+}
+
 /* Releases request slot s and all its QPs; returns the QP count. */
 static size_t
 alloc_rq_release(struct alloc *a, uint32_t s)
 {
 	struct alloc_req *r = &a->rq[s];
 	size_t n = r->nqp;
-	uint32_t i;
 
-	for (i = 0; i < r->nqp; i++) {
-		struct alloc_qp *q = &a->qp[r->qps[i]];
-
-		if (q->stranded)
-			a->stranded--;
-		else
-			place_load(a, q, -1);
-		alloc_qp_put(a, r->qps[i]);
-	}
+	for (uint32_t i = 0; i < r->nqp; i++)
+		a->stranded -= a->qp[r->qps[i]].stranded;
 	tmap_remove(&a->rq_idx, tmap_str(r->id), s);
-	free(r->qps);
-	r->qps = NULL;
-	r->nqp = 0;
-	r->live = false;
-	(void)alloc_fl_push(&a->rq_free, s);
+	alloc_rq_drop(a, s, r->nqp, true);
 	a->live_qps -= n;
 	a->live_reqs--;
 	return n;
@@ -361,15 +368,8 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 	a->live_reqs++;
 	return 0;
 undo:
-	for (i = 0; i < done; i++) {
-		place_load(a, &a->qp[r->qps[i]], -1);
-		alloc_qp_put(a, r->qps[i]);
-	}
-	free(r->qps);
-	r->qps = NULL;
-	r->nqp = 0;
-	r->live = false;
-	(void)alloc_fl_push(&a->rq_free, s);
+	/* placed QPs are never stranded: every load comes off */
+	alloc_rq_drop(a, s, done, false);
 	a->next_id = first_id;
 	return rc;
 }

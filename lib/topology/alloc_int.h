@@ -71,6 +71,13 @@ struct alloc {
  * already). alloc_rq_find returns the slot of live request id, or
  * TMAP_EMPTY; alloc_rq_rehash is the request index's rehash callback (arg
  * is the allocator).
+ *
+ * alloc_rq_drop gives back request slot s (not in the request index) and
+ * its first n QP slots r->qps[0..n): each QP's load comes off its path,
+ * except a stranded QP's when stranded_unloaded (a stranded QP carries no
+ * load), its slot is freed, then the QP array and s itself.  It changes
+ * none of the allocator's counters (live_qps, live_reqs, stranded, next_id):
+ * those are the caller's.  Free-list room must be reserved first.
  */
 int alloc_fl_push(struct alloc_freelist *f, uint32_t s);
 uint32_t alloc_qp_slot(struct alloc *a);
@@ -78,6 +85,8 @@ uint32_t alloc_rq_slot(struct alloc *a);
 void alloc_qp_put(struct alloc *a, uint32_t s);
 uint32_t alloc_rq_find(const struct alloc *a, const char *id);
 uint64_t alloc_rq_rehash(const void *arg, uint32_t slot);
+void alloc_rq_drop(struct alloc *a, uint32_t s, uint32_t n,
+		   bool stranded_unloaded);
 
 /*
  * place.c: path choice and loads.

@@ -116,18 +116,8 @@ restore_group(struct alloc *a, const struct alloc_record *recs,
 	a->live_reqs++;
 	return 0;
 fail:
-	for (i = 0; i < placed; i++) {
-		struct alloc_qp *q = &a->qp[r->qps[i]];
-
-		if (!q->stranded)
-			place_load(a, q, -1);
-		alloc_qp_put(a, r->qps[i]);
-	}
-	free(r->qps);
-	r->qps = NULL;
-	r->nqp = 0;
-	r->live = false;
-	(void)alloc_fl_push(&a->rq_free, s);
+	/* stranded QPs were inserted without a load */
+	alloc_rq_drop(a, s, placed, true);
 	return -ENOMEM;
 }
 

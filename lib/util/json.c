@@ -15,17 +15,32 @@ json_init(struct json *j, FILE *fp)
 	j->after_key = 0;
 }
 
+/*
+ * The "no member yet" flag of the current level.  Levels from
+ * JSON_DEPTH_MAX - 1 down share the last slot: a level's flag only has to
+ * survive until its first child opens, and json_close() sets the flag of
+ * the level it returns to, which then holds that child.
+ */
+static int *
+json_first(struct json *j)
+{
+	return &j->first[j->depth < JSON_DEPTH_MAX ? j->depth
+						   : JSON_DEPTH_MAX - 1];
+}
+
 /* Writes the separator owed before a value or key at the current depth. */
 static void
 json_sep(struct json *j)
 {
+	int *first = json_first(j);
+
 	if (j->after_key) {
 		j->after_key = 0;
 		return;
 	}
-	if (!j->first[j->depth])
+	if (!*first)
 		fputc(',', j->fp);
-	j->first[j->depth] = 0;
+	*first = 0;
 }
 
 static void
@@ -33,9 +48,17 @@ json_open(struct json *j, char c)
 {
 	json_sep(j);
 	fputc(c, j->fp);
-	if (j->depth < JSON_DEPTH_MAX - 1)
-		j->depth++;
-	j->first[j->depth] = 1;
+	j->depth++;
+	*json_first(j) = 1;
+}
+
+static void
+json_close(struct json *j, char c)
+{
+	fputc(c, j->fp);
+	if (j->depth > 0)
+		j->depth--;
+	*json_first(j) = 0; /* the level holds the container just closed */
 }
 
 void
@@ -47,9 +70,7 @@ json_obj_begin(struct json *j)
 void
 json_obj_end(struct json *j)
 {
-	fputc('}', j->fp);
-	if (j->depth > 0)
-		j->depth--;
+	json_close(j, '}');
 }
 
 void
@@ -61,9 +82,7 @@ json_arr_begin(struct json *j)
 void
 json_arr_end(struct json *j)
 {
-	fputc(']', j->fp);
-	if (j->depth > 0)
-		j->depth--;
+	json_close(j, ']');
 }
 
 static void

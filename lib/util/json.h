@@ -14,7 +14,7 @@
 
 struct json {
 	FILE *fp;
-	int depth;
+	int depth;		   /* open objects and arrays */
 	int first[JSON_DEPTH_MAX]; /* no member written yet at this depth */
 	int after_key;
 };
@@ -28,8 +28,9 @@ void json_init(struct json *j, FILE *fp);
  * Open and close an object or an array.  A begin writes the comma owed
  * before it, then nests one level; an end writes the closing bracket and
  * leaves the level.  Calls must pair up: the writer does not check that an
- * end matches its begin.  Nesting deeper than JSON_DEPTH_MAX - 1 levels
- * still writes the brackets but loses track of the commas.
+ * end matches its begin.  Nesting has no limit: past JSON_DEPTH_MAX - 1
+ * levels the writer keeps no flag per level, and needs none, so the
+ * commas stay right at any depth (json.c says why).
  */
 void json_obj_begin(struct json *j);
 void json_obj_end(struct json *j);
