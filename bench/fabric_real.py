@@ -549,6 +549,14 @@ credentials:
             self.failed.append(what)
             log("CHECK FAILED:", what)
 
+    def rate_check(self, what, ok):
+        """A rule on measured rates: asserted unless --behaviour-only."""
+        if self.a.behaviour_only:
+            if not ok:
+                log("rate rule not met (not asserted):", what)
+            return
+        self.check(what, ok)
+
     def run(self):
         a = self.a
         t0 = time.time()
@@ -571,9 +579,9 @@ credentials:
             metric(f"fabric_real_{tag}_flow_min_throughput", r["flow_min_mbit"], "Mbit/s")
             metric(f"fabric_real_{tag}_loss", r["loss"], "ratio")
         metric("fabric_real_offered_load", len(alc["flows"]) * a.rate, "Mbit/s")
-        self.check("allocated spine max/mean <= 1.05", alc["spine_max_mean"] <= 1.05)
-        self.check("allocated receive ports within 5%",
-                   alc["port_max_mean"] <= 1.05 and alc["port_min_mean"] >= 0.95)
+        self.rate_check("allocated spine max/mean <= 1.05", alc["spine_max_mean"] <= 1.05)
+        self.rate_check("allocated receive ports within 5%",
+                        alc["port_max_mean"] <= 1.05 and alc["port_min_mean"] >= 0.95)
 
         ok, n = self.agreement(alc["flows"])
         metric("fabric_real_catalog_agreement", 100.0 * ok / n, "percent")
@@ -589,7 +597,7 @@ credentials:
         self.report_failure("link_down", dn)
         self.check("link down: flows reassigned", dn["reassigns"] > 0)
         self.check("link down: no flow left on the cable", dn["flows_on_failed"] == 0)
-        self.check("link down: throughput recovered", dn["to_recovered"] is not None)
+        self.rate_check("link down: throughput recovered", dn["to_recovered"] is not None)
         self.wait_link(link, False, 5)
         self.fab("link", "up", link)
         self.wait_link(link, True, 4 * a.interval / 1000 + 10)
@@ -631,6 +639,11 @@ def main():
     ap.add_argument("--build", required=True, help="meson build directory")
     ap.add_argument("--short", action="store_true", help="shorter phases (CI)")
     ap.add_argument("--check", action="store_true", help="assert the acceptance rules")
+    ap.add_argument("--behaviour-only", action="store_true",
+                    help="with --check, assert what happened (reassignments, no flow "
+                    "left on a failed cable, catalog agreement) but not measured "
+                    "rates: a sanitizer build runs the traffic tools too slowly "
+                    "for rate thresholds to say anything about C4P")
     ap.add_argument("--prefix", help="namespace prefix (default c4rPID-)")
     ap.add_argument("--scale", type=float, default=0.05,
                     help="c4fabric --scale: Mbit/s per topology Gbit/s")
