@@ -111,6 +111,13 @@ upstream_down(struct upstream *u, const char *why)
 				: d * 2;
 }
 
+/* evbuffer cleanup of a frame from msg_frame_new(). */
+static void
+upstream_buf_free(const void *data, size_t len, void *arg)
+{
+	free((void *)data);
+}
+
 static int
 upstream_write(struct upstream *u, C4__MsgType type, void *body)
 {
@@ -123,8 +130,11 @@ upstream_write(struct upstream *u, C4__MsgType type, void *body)
 	buf = msg_frame_new(&env, &n);
 	if (buf == NULL)
 		return -1;
-	rc = evbuffer_add(bufferevent_get_output(u->bev), buf, n);
-	free(buf);
+	/* the evbuffer takes the frame as it is: no second copy */
+	rc = evbuffer_add_reference(bufferevent_get_output(u->bev), buf, n,
+				    upstream_buf_free, NULL);
+	if (rc < 0)
+		free(buf);
 	return rc;
 }
 

@@ -176,6 +176,13 @@ srv_get_stats(const struct srv *s)
 /* ---- sending ----------------------------------------------------------------
  */
 
+/* evbuffer cleanup of a frame from msg_frame_new(). */
+static void
+srv_frame_free(const void *data, size_t len, void *arg)
+{
+	free((void *)data);
+}
+
 int
 srv_send(struct srv_conn *c, C4__MsgType type, void *body, uint64_t reply_to)
 {
@@ -204,10 +211,12 @@ srv_send(struct srv_conn *c, C4__MsgType type, void *body, uint64_t reply_to)
 		srv_conn_close(c, "output overflow");
 		return -1;
 	}
-	rc = evbuffer_add(out, buf, n);
-	free(buf);
-	if (rc < 0)
+	/* the evbuffer takes the frame as it is: no second copy */
+	rc = evbuffer_add_reference(out, buf, n, srv_frame_free, NULL);
+	if (rc < 0) {
+		free(buf);
 		return -1;
+	}
 	c->srv->stats.frames_out++;
 	c->srv->stats.bytes_out += n;
 	return 0;
