@@ -216,7 +216,7 @@ events_action(struct events *evs, const struct matrix_event *e, struct arena *a)
 			s ? hosts_nic_name(evs->hosts, s->peer_host,
 					   s->peer_nic)
 			  : "?");
-	case MATRIX_ACT_INVESTIGATE:
+	case MATRIX_ACT_OBSERVE:
 		return arena_printf(a, "investigate the suspects");
 	default:
 		return NULL;

@@ -715,7 +715,7 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
 		if (cside != SIDE_COLD && rside != SIDE_COLD)
 			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
 				       MATRIX_ROLE_RX);
-		e.action = MATRIX_ACT_INVESTIGATE;
+		e.action = MATRIX_ACT_OBSERVE;
 		e.isolate_host = a->host;
 		break;
 	}

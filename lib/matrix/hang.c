@@ -180,7 +180,7 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 	e.score = c->stall;
 	e.confidence = 0.5;
 	e.hang_seq = k;
-	e.action = MATRIX_ACT_INVESTIGATE;
+	e.action = MATRIX_ACT_OBSERVE;
 	matrix_suspect_dev(m, &e.suspects[0], c->dev[sr], MATRIX_ROLE_RANK);
 	e.suspects[0].comm = c->hash;
 	e.suspects[0].rank = e.suspects[0].peer_rank = sr;

@@ -511,8 +511,8 @@ matrix_ncells(const struct matrix *m)
 }
 
 /*
- * Names of event kinds, event states and suspect roles: static strings,
- * "unknown" when out of range.
+ * Names of event kinds, domains, actions, evidence bases, event states and
+ * suspect roles: static strings, "unknown" when out of range.
  */
 const char *
 matrix_kind_name(unsigned kind)
@@ -520,10 +520,42 @@ matrix_kind_name(unsigned kind)
 	static const char *const names[MATRIX_EV_COUNT] = {
 		"comm-slow-link",      "comm-slow-tx", "comm-slow-rx",
 		"comm-slow-ambiguous", "noncomm-slow", "comm-hang",
-		"noncomm-hang",	       "node-lost",
+		"noncomm-hang",	       "node-lost",    "host-slow",
+		"job-stall",
 	};
 
 	return kind < MATRIX_EV_COUNT ? names[kind] : "unknown";
+}
+
+const char *
+matrix_domain_name(unsigned domain)
+{
+	static const char *const names[MATRIX_DOM_COUNT] = {
+		"link", "nic_port", "nic", "gpu", "host", "job",
+	};
+
+	return domain < MATRIX_DOM_COUNT ? names[domain] : "unknown";
+}
+
+const char *
+matrix_action_name(unsigned action)
+{
+	static const char *const names[MATRIX_ACT_COUNT] = {
+		"observe",    "isolate_host", "isolate_nic",
+		"check_link", "check_job",
+	};
+
+	return action < MATRIX_ACT_COUNT ? names[action] : "unknown";
+}
+
+const char *
+matrix_basis_name(unsigned basis)
+{
+	static const char *const names[MATRIX_BASIS_COUNT] = {
+		"median", "tail", "kernel", "wait", "progress", "heartbeat",
+	};
+
+	return basis < MATRIX_BASIS_COUNT ? names[basis] : "unknown";
 }
 
 const char *
@@ -554,9 +586,8 @@ matrix_event_describe(const struct matrix_event *e, char *buf, size_t len)
 	const char *act = e->action == MATRIX_ACT_ISOLATE_HOST ? "isolate host"
 			  : e->action == MATRIX_ACT_CHECK_LINK
 				  ? "check the path from host"
-			  : e->action == MATRIX_ACT_INVESTIGATE
-				  ? "investigate host"
-				  : "watch host";
+			  : e->action == MATRIX_ACT_OBSERVE ? "investigate host"
+							    : "watch host";
 	char where[96] = "";
 
 	if (buf == NULL || len == 0)

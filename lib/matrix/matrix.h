@@ -91,7 +91,35 @@ enum matrix_kind {
 	MATRIX_EV_COMM_HANG,	      /* all entered op k, connections stuck */
 	MATRIX_EV_NONCOMM_HANG,	      /* ranks never entered op k           */
 	MATRIX_EV_NODE_LOST,	      /* no data from a host                */
+	MATRIX_EV_HOST_SLOW,	      /* several devices of one host slow   */
+	MATRIX_EV_JOB_STALL, /* job-wide stall or storm: no isolation */
 	MATRIX_EV_COUNT
+};
+
+/*
+ * The smallest fault domain that explains an event's evidence.  Concurrent
+ * anomalies whose suspects share a larger domain (every GPU or NIC of one
+ * host) are reported once, as that domain.
+ */
+enum matrix_domain {
+	MATRIX_DOM_LINK = 0, /* one connection: cable, path or port pair */
+	MATRIX_DOM_NIC_PORT, /* one port of a NIC                         */
+	MATRIX_DOM_NIC,	     /* a whole NIC                               */
+	MATRIX_DOM_GPU,	     /* one GPU (its process)                     */
+	MATRIX_DOM_HOST,     /* a whole host                              */
+	MATRIX_DOM_JOB,	     /* the job itself: stall, storm, no culprit  */
+	MATRIX_DOM_COUNT
+};
+
+/* What kind of evidence opened an event. */
+enum matrix_basis {
+	MATRIX_BASIS_MEDIAN = 0, /* per-connection transfer-time medians */
+	MATRIX_BASIS_TAIL,	 /* tail quantiles of transfer times      */
+	MATRIX_BASIS_KERNEL,	 /* kernel times of a rank                */
+	MATRIX_BASIS_WAIT,	 /* gaps and waits: who waits for whom    */
+	MATRIX_BASIS_PROGRESS,	 /* progress markers (hangs, stalls)      */
+	MATRIX_BASIS_HEARTBEAT,	 /* no reports at all                     */
+	MATRIX_BASIS_COUNT
 };
 
 enum matrix_state { MATRIX_ST_OPEN = 0, MATRIX_ST_UPDATED, MATRIX_ST_RESOLVED };
@@ -104,11 +132,18 @@ enum matrix_role {
 	MATRIX_ROLE_HOST    /* the whole host                      */
 };
 
+/*
+ * What the job-steering service should do.  Only a high-confidence event
+ * on a single domain recommends isolation; everything else is observe,
+ * check_link or check_job.
+ */
 enum matrix_action {
-	MATRIX_ACT_NONE = 0,
+	MATRIX_ACT_OBSERVE = 0,	 /* keep watching: too weak or ambiguous   */
 	MATRIX_ACT_ISOLATE_HOST, /* take isolate_host out, restart         */
-	MATRIX_ACT_CHECK_LINK,	 /* inspect the path between the two hosts */
-	MATRIX_ACT_INVESTIGATE	 /* evidence points at several suspects    */
+	MATRIX_ACT_ISOLATE_NIC,	 /* take the suspect's NIC out of service  */
+	MATRIX_ACT_CHECK_LINK,	 /* inspect the path between the two ends  */
+	MATRIX_ACT_CHECK_JOB,	 /* the job itself: stall, storm           */
+	MATRIX_ACT_COUNT
 };
 
 /* ---- input ------------------------------------------------------------- */
@@ -245,6 +280,21 @@ struct matrix_cell {
 };
 
 /*
+ * The evidence that opened (or last updated) an event, so an operator and a
+ * controller can judge it without the engine's state.
+ */
+struct matrix_evidence {
+	uint8_t basis;	       /* enum matrix_basis */
+	uint8_t hot_intervals; /* intervals with evidence ...               */
+	uint8_t window;	       /* ... among this many last ones             */
+	float z_open;	       /* score when the event opened               */
+	float slowdown_open;   /* slowdown when the event opened            */
+	uint64_t gpus;	       /* host domain: bit g for GPU g with evidence */
+	uint32_t nmembers;     /* member anomalies folded into this event */
+	uint32_t hosts_blamed; /* job domain: hosts that would be blamed */
+};
+
+/*
  * An event. id is stable for the life of the anomaly (a hash of its kind
  * and culprit), so the daemon can store its lifecycle and drop duplicates:
  * one OPEN, zero or more UPDATED, one RESOLVED per id and episode.
@@ -255,6 +305,7 @@ struct matrix_event {
 	uint8_t state; /* enum matrix_state */
 	uint8_t ambiguous;
 	uint8_t action; /* enum matrix_action */
+	uint8_t domain; /* enum matrix_domain */
 	uint64_t comm;	/* communicator of the evidence (first seen) */
 	uint8_t nsuspects;
 	struct matrix_suspect
@@ -268,7 +319,8 @@ struct matrix_event {
 	uint64_t hang_seq; /* op sequence a hang is stuck at */
 	uint32_t isolate_host;
 	uint64_t first_interval;
-	uint64_t last_interval;
+	uint64_t last_interval; /* last interval with evidence */
+	struct matrix_evidence evidence;
 };
 
 /* ---- parameters -------------------------------------------------------- */
@@ -351,6 +403,16 @@ int matrix_comm_retire(struct matrix *m, uint64_t comm);
  */
 int matrix_analyze(struct matrix *m, const struct matrix_input *in,
 		   const struct matrix_event **ev, size_t *nev);
+/*
+ * Calls fn(e, arg) for every event open now (OPEN or UPDATED, not yet
+ * RESOLVED), in no particular order; e is valid during the call only and
+ * its last_interval is the last interval with evidence.  Lets the daemon
+ * keep last_seen current without the engine emitting an update every
+ * interval.  Changes nothing.
+ */
+void matrix_open_each(const struct matrix *m,
+		      void (*fn)(const struct matrix_event *e, void *arg),
+		      void *arg);
 /* Returns how many connections (cells) the engine holds state for. */
 size_t matrix_ncells(const struct matrix *m);
 /*
@@ -358,6 +420,9 @@ size_t matrix_ncells(const struct matrix *m);
  * strings, never freed, "unknown" when out of range.
  */
 const char *matrix_kind_name(unsigned kind);
+const char *matrix_domain_name(unsigned domain);
+const char *matrix_action_name(unsigned action);
+const char *matrix_basis_name(unsigned basis);
 const char *matrix_state_name(unsigned state);
 const char *matrix_role_name(unsigned role);
 /*

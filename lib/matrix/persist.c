@@ -261,6 +261,19 @@ persist_finish(struct matrix *m)
 	return 0;
 }
 
+void
+matrix_open_each(const struct matrix *m,
+		 void (*fn)(const struct matrix_event *e, void *arg), void *arg)
+{
+	uint32_t i;
+
+	if (m == NULL || fn == NULL)
+		return;
+	for (i = 0; i < m->ntrk; i++)
+		if (m->trk[i].open && m->trk[i].live)
+			fn(&m->trk[i].ev, arg);
+}
+
 /* Free the tracked candidates and events (m itself stays). */
 void
 persist_free(struct matrix *m)

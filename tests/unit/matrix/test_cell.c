@@ -163,7 +163,7 @@ START_TEST(test_ring_ambiguous)
 	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_SLOW_AMBIG], 1);
 	e = &r.first_open;
 	ck_assert(e->ambiguous);
-	ck_assert_uint_eq(e->action, MATRIX_ACT_INVESTIGATE);
+	ck_assert_uint_eq(e->action, MATRIX_ACT_OBSERVE);
 	for (i = 0; i < e->nsuspects; i++) {
 		const struct matrix_suspect *s = &e->suspects[i];
 
