@@ -11,6 +11,7 @@
 
 #define FAM_START_MIN  6 /* faults start in [6, 10]: after warm-up */
 #define FAM_START_SPAN 5
+#define FAM_TRIES      16 /* draws before a family gives up */
 
 static const char *const fam_names[SCEN_FAM_COUNT] = {
 	"heavy_tail",	"drift",	"backpressure",	  "host_wide",
@@ -86,7 +87,7 @@ fam_slow_kind(struct rng *r)
 	return SCEN_F_SLOW_CONN + rng_below(r, 4);
 }
 
-/* Noise of the fault-free families, set before the job is built. */
+/* Noise of the families, set before the job is built. */
 static void
 fam_noise(unsigned family, struct rng *r, struct scen_truth *t,
 	  struct scen_noise *nz)
@@ -103,6 +104,9 @@ fam_noise(unsigned family, struct rng *r, struct scen_truth *t,
 		nz->nic_drift_min = 0.01;
 		nz->nic_drift_max = 0.03;
 		nz->nic_drift_span = t->intervals - rng_below(r, 10);
+	} else if (family == SCEN_FAM_FRACTION_DELAY) {
+		/* tight chunk times keep the median of a mixture put */
+		nz->jitter_sigma = fam_unif(r, 0.05, 0.2);
 	}
 }
 
@@ -212,44 +216,44 @@ fam_truth_fault(struct scen_truth *t)
 	t->hang = t->fault.base == SCEN_F_COMM_HANG;
 }
 
-struct scen *
-scen_family_new(unsigned family, uint64_t seed, uint32_t nranks,
-		struct scen_truth *t)
+/*
+ * One draw of the episode into *t from r; NULL when it does not fit (a
+ * partial hang needs a connection between two ranks above 0) or without
+ * memory.
+ */
+static struct scen *
+fam_draw(unsigned family, struct rng *r, uint32_t nranks, struct scen_truth *t)
 {
 	struct scen_params sp;
 	struct scen_fault_spec fs;
 	struct scen *s;
-	struct rng r;
 
-	if (family >= SCEN_FAM_COUNT)
-		return NULL;
-	rng_seed(&r, seed * 0x9e3779b97f4a7c15ull + family + 1);
 	memset(t, 0, sizeof(*t));
 	memset(&fs, 0, sizeof(fs));
 	t->family = (uint8_t)family;
 	t->domain = MATRIX_DOM_COUNT;
 	t->intervals = fam_intervals(family);
 	scen_params_default(&sp);
-	sp.layout = (uint8_t)fam_layout(family, &r);
-	sp.nranks = nranks ? nranks : fam_ranks(sp.layout, &r);
-	sp.seed = rng_next(&r);
-	fam_noise(family, &r, t, &sp.noise);
+	sp.layout = (uint8_t)fam_layout(family, r);
+	sp.nranks = nranks ? nranks : fam_ranks(sp.layout, r);
+	sp.seed = rng_next(r);
+	fam_noise(family, r, t, &sp.noise);
 	t->layout = sp.layout;
 	t->nranks = sp.nranks;
 	s = scen_new(&sp);
 	if (s == NULL)
 		return NULL;
-	fs.start = FAM_START_MIN + rng_below(&r, FAM_START_SPAN);
+	fs.start = FAM_START_MIN + rng_below(r, FAM_START_SPAN);
 	if (family == SCEN_FAM_JOB_STALL) {
 		t->job_event = 1;
 		t->event_start = fs.start;
-		t->event_len = 2 + rng_below(&r, 4);
+		t->event_len = 2 + rng_below(r, 4);
 		if (scen_stall(s, t->event_start, t->event_len) < 0)
 			goto fail;
 	} else if (family == SCEN_FAM_LATE_REPORTS) {
-		if (fam_late(s, &r, t) < 0)
+		if (fam_late(s, r, t) < 0)
 			goto fail;
-	} else if (fam_fault(family, &r, &fs) == 0) {
+	} else if (fam_fault(family, r, &fs) == 0) {
 		if (scen_add_fault_spec(s, &fs, &t->fault) < 0)
 			goto fail;
 		fam_truth_fault(t);
@@ -258,4 +262,21 @@ scen_family_new(unsigned family, uint64_t seed, uint32_t nranks,
 fail:
 	scen_free(s);
 	return NULL;
+}
+
+struct scen *
+scen_family_new(unsigned family, uint64_t seed, uint32_t nranks,
+		struct scen_truth *t)
+{
+	struct scen *s = NULL;
+	struct rng r;
+	unsigned tries;
+
+	if (family >= SCEN_FAM_COUNT)
+		return NULL;
+	rng_seed(&r, seed * 0x9e3779b97f4a7c15ull + family + 1);
+	/* a draw that does not fit the phenomenon is drawn again */
+	for (tries = 0; s == NULL && tries < FAM_TRIES; tries++)
+		s = fam_draw(family, &r, nranks, t);
+	return s;
 }
