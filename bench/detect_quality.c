@@ -76,6 +76,8 @@ struct score {
 	struct tally slow[NSLOW];
 	struct tally all;
 	unsigned hang_faults, hang_in_time;
+	unsigned hang_named_plus1; /* connection named where there is one */
+	unsigned free_isolations;
 	unsigned lat_hist[MAX_LAT + 1];
 	unsigned nlat;
 	unsigned free_events;
@@ -88,7 +90,33 @@ struct fstate {
 	int detected;
 	int top1;
 	unsigned lat;
+	unsigned hang_lat; /* first naming the connection, where there is one */
 };
+
+/* Does e name f, and for a stuck connection the connection itself? */
+static int
+names_hang(const struct matrix_event *e, uint64_t iv,
+	   const struct scen_fault *f)
+{
+	unsigned i;
+
+	if (!score_matches(e, iv, f))
+		return 0;
+	if (f->base != SCEN_F_COMM_HANG)
+		return 1;
+	for (i = 0; i < e->nsuspects; i++)
+		if (e->suspects[i].role == MATRIX_ROLE_LINK &&
+		    score_names(&e->suspects[i], f))
+			return 1;
+	return 0;
+}
+
+static int
+is_isolation(const struct matrix_event *e)
+{
+	return e->action == MATRIX_ACT_ISOLATE_HOST ||
+	       e->action == MATRIX_ACT_ISOLATE_NIC;
+}
 
 /*
  * Run one episode with nf faults already injected into s; score into sc.
@@ -113,9 +141,17 @@ episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
 		for (k = 0; k < nev; k++) {
 			int hit = 0;
 
+			for (i = 0; i < nf && ev[k].state != MATRIX_ST_RESOLVED;
+			     i++)
+				if (fs[i].hang_lat == 0 &&
+				    names_hang(&ev[k], iv, &f[i]))
+					fs[i].hang_lat = iv - f[i].start + 1;
 			if (ev[k].state != MATRIX_ST_OPEN)
 				continue;
 			nevents++;
+			if (type < 0)
+				sc->free_isolations +=
+					(unsigned)is_isolation(&ev[k]);
 			for (i = 0; i < nf; i++) {
 				if (!score_matches(&ev[k], iv, &f[i]))
 					continue;
@@ -184,6 +220,9 @@ episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
 			if (fs[i].detected &&
 			    fs[i].lat <= MATRIX_DEF_HANG_TIMEOUT + 1)
 				sc->hang_in_time++;
+			if (fs[i].hang_lat > 0 &&
+			    fs[i].hang_lat <= MATRIX_DEF_HANG_TIMEOUT + 1)
+				sc->hang_named_plus1++;
 		}
 		if (!fs[i].detected) {
 			if (getenv("C4_BENCH_VERBOSE"))
@@ -267,12 +306,12 @@ ratio(unsigned a, unsigned b)
 }
 
 static unsigned
-lat_quantile(const struct score *sc, double q)
+lat_quantile(const unsigned *hist, unsigned n, double q)
 {
-	unsigned need = (unsigned)ceil(q * sc->nlat), acc = 0, i;
+	unsigned need = (unsigned)ceil(q * n), acc = 0, i;
 
 	for (i = 0; i <= MAX_LAT; i++) {
-		acc += sc->lat_hist[i];
+		acc += hist[i];
 		if (acc >= need && need > 0)
 			return i;
 	}
@@ -312,8 +351,10 @@ report(const struct score *sc, unsigned nep, double secs)
 		       ratio(sc->slow[i].detected, sc->slow[i].faults),
 		       "ratio");
 	}
-	metric("latency_median", NULL, lat_quantile(sc, 0.5), "intervals");
-	metric("latency_p95", NULL, lat_quantile(sc, 0.95), "intervals");
+	metric("latency_median", NULL,
+	       lat_quantile(sc->lat_hist, sc->nlat, 0.5), "intervals");
+	metric("latency_p95", NULL, lat_quantile(sc->lat_hist, sc->nlat, 0.95),
+	       "intervals");
 	metric("hang_named_within_timeout", NULL,
 	       ratio(sc->hang_in_time, sc->hang_faults), "ratio");
 	metric("false_events_fault_free", NULL, sc->free_events, "events");
@@ -373,8 +414,284 @@ ring_only(uint64_t *seed)
 	return 0;
 }
 
+/* ---- phenomenon families (scen.h, enum scen_family) ------------------ */
+
+#define FAMILY_EPISODES 48 /* per family; --family-episodes N */
+#define FAMILY_SEED	0xfa317ull
+
+struct ftally {
+	unsigned episodes, faults, detected, top1;
+	unsigned events, true_events, false_events;
+	unsigned quiet; /* no fault: episodes without a false event */
+	unsigned host_eps, host_one;
+	unsigned hang_faults, hang_plus1;
+	unsigned isolations; /* events recommending isolation, no fault */
+	double rank_intervals;
+	unsigned lat_hist[MAX_LAT + 1], nlat;
+};
+
+/* What one family episode's events came to. */
+struct fep {
+	int detected, top1, first_host_one;
+	unsigned lat, hang_lat, opened, ntrue, nfalse, isolations;
+};
+
+/*
+ * Is e, opened in interval iv, right for truth t? A fault: it names it
+ * (score_matches). No fault: only a job-level event, where the family
+ * allows one, once the job event began.
+ */
+static int
+family_true(const struct matrix_event *e, uint64_t iv,
+	    const struct scen_truth *t)
+{
+	if (t->nfaults)
+		return score_matches(e, iv, &t->fault);
+	return t->job_event &&
+	       (e->kind == MATRIX_EV_JOB_STALL ||
+		e->domain == MATRIX_DOM_JOB) &&
+	       iv >= t->event_start;
+}
+
+/* Score the events of interval iv of one family episode into *x. */
+static void
+family_events(const struct scen_truth *t, uint32_t iv,
+	      const struct matrix_event *ev, size_t nev, struct fep *x)
+{
+	size_t k;
+
+	for (k = 0; k < nev; k++) {
+		const struct matrix_event *e = &ev[k];
+
+		if (t->hang && x->hang_lat == 0 &&
+		    e->state != MATRIX_ST_RESOLVED &&
+		    names_hang(e, iv, &t->fault))
+			x->hang_lat = iv - t->fault.start + 1;
+		if (e->state != MATRIX_ST_OPEN)
+			continue;
+		x->opened++;
+		if (t->nfaults == 0)
+			x->isolations += (unsigned)is_isolation(e);
+		if (!family_true(e, iv, t)) {
+			x->nfalse++;
+			if (getenv("C4_BENCH_VERBOSE"))
+				fprintf(stderr,
+					"family %s: false %s (%s, %s) iv=%u "
+					"host %u gpu %u\n",
+					scen_family_name(t->family),
+					matrix_kind_name(e->kind),
+					matrix_domain_name(e->domain),
+					matrix_action_name(e->action), iv,
+					e->nsuspects ? e->suspects[0].host : 0,
+					e->nsuspects ? e->suspects[0].gpu : 0);
+			continue;
+		}
+		x->ntrue++;
+		if (x->detected)
+			continue;
+		x->detected = 1;
+		if (t->nfaults) {
+			x->top1 = score_top1(e, &t->fault);
+			x->first_host_one = score_host_one(e, &t->fault);
+			x->lat = iv - t->fault.start + 1;
+		}
+	}
+}
+
+/* Add one episode's outcome *x (truth *t) to the tally *f. */
+static void
+family_tally(const struct scen_truth *t, const struct fep *x, struct ftally *f)
+{
+	f->episodes++;
+	f->events += x->opened;
+	f->true_events += x->ntrue;
+	f->false_events += x->nfalse;
+	f->isolations += x->isolations;
+	f->rank_intervals += (double)t->nranks * t->intervals;
+	if (t->nfaults == 0) {
+		f->quiet += x->nfalse == 0;
+		return;
+	}
+	f->faults++;
+	if (t->hang) {
+		f->hang_faults++;
+		f->hang_plus1 += x->hang_lat > 0 &&
+				 x->hang_lat <= MATRIX_DEF_HANG_TIMEOUT + 1;
+	}
+	if (score_host_kind(&t->fault)) {
+		f->host_eps++;
+		f->host_one +=
+			x->opened == 1 && x->detected && x->first_host_one;
+	}
+	if (!x->detected) {
+		if (getenv("C4_BENCH_VERBOSE"))
+			fprintf(stderr, "family %s: missed %s x%.2f n=%u\n",
+				scen_family_name(t->family),
+				scen_fault_name(t->fault.base),
+				t->fault.slowdown, t->nranks);
+		return;
+	}
+	f->detected++;
+	f->top1 += (unsigned)x->top1;
+	f->lat_hist[x->lat > MAX_LAT ? MAX_LAT : x->lat]++;
+	f->nlat++;
+}
+
+/* Run episode seed of family fam through a fresh engine into *f. */
+static int
+family_episode(unsigned fam, uint64_t seed, struct ftally *f)
+{
+	struct scen_truth t;
+	struct matrix_input in;
+	const struct matrix_event *ev;
+	struct fep x;
+	struct scen *s = scen_family_new(fam, seed, 0, &t);
+	struct matrix *m = matrix_new(NULL);
+	size_t nev;
+	uint32_t iv;
+	int rc = -1;
+
+	memset(&x, 0, sizeof(x));
+	if (s == NULL || m == NULL || scen_register(s, m) < 0)
+		goto out;
+	for (iv = 0; iv < t.intervals; iv++) {
+		if (scen_interval(s, iv, &in) < 0 ||
+		    matrix_analyze(m, &in, &ev, &nev) < 0)
+			goto out;
+		family_events(&t, iv, ev, nev, &x);
+	}
+	family_tally(&t, &x, f);
+	rc = 0;
+out:
+	matrix_free(m);
+	scen_free(s);
+	return rc;
+}
+
+static void
+tally_add(struct ftally *a, const struct ftally *b)
+{
+	unsigned i;
+
+	a->episodes += b->episodes;
+	a->faults += b->faults;
+	a->detected += b->detected;
+	a->top1 += b->top1;
+	a->events += b->events;
+	a->true_events += b->true_events;
+	a->false_events += b->false_events;
+	a->quiet += b->quiet;
+	a->host_eps += b->host_eps;
+	a->host_one += b->host_one;
+	a->hang_faults += b->hang_faults;
+	a->hang_plus1 += b->hang_plus1;
+	a->isolations += b->isolations;
+	a->rank_intervals += b->rank_intervals;
+	for (i = 0; i <= MAX_LAT; i++)
+		a->lat_hist[i] += b->lat_hist[i];
+	a->nlat += b->nlat;
+}
+
+/* Per family, then over every family; sc: the classic suite, or NULL. */
+static void
+family_report(const struct ftally *fam, const struct score *sc)
+{
+	struct ftally all, free_all;
+	const char *n;
+	unsigned i;
+
+	memset(&all, 0, sizeof(all));
+	memset(&free_all, 0, sizeof(free_all));
+	for (i = 0; i < SCEN_FAM_COUNT; i++) {
+		const struct ftally *f = &fam[i];
+
+		n = scen_family_name(i);
+		tally_add(f->faults ? &all : &free_all, f);
+		metric("precision", n, ratio(f->true_events, f->events),
+		       "ratio");
+		/* no fault: the share of episodes left quiet */
+		metric("recall", n,
+		       f->faults ? ratio(f->detected, f->faults)
+				 : ratio(f->quiet, f->episodes),
+		       "ratio");
+		metric("false_events_per_10k", n,
+		       1e4 * f->false_events / f->rank_intervals, "events");
+		if (f->faults == 0) /* no domain to name */
+			continue;
+		metric("localization_top1", n, ratio(f->top1, f->detected),
+		       "ratio");
+		metric("events_per_fault", n,
+		       f->detected ? (double)f->true_events / f->detected : 0,
+		       "events");
+		metric("latency_median", n,
+		       lat_quantile(f->lat_hist, f->nlat, 0.5), "intervals");
+		metric("latency_p95", n,
+		       lat_quantile(f->lat_hist, f->nlat, 0.95), "intervals");
+	}
+	metric("precision_families", NULL,
+	       ratio(all.true_events + free_all.true_events,
+		     all.events + free_all.events),
+	       "ratio");
+	metric("recall_families", NULL, ratio(all.detected, all.faults),
+	       "ratio");
+	metric("localization_top1_families", NULL,
+	       ratio(all.top1, all.detected), "ratio");
+	metric("false_events_per_10k_fault_free_families", NULL,
+	       1e4 * free_all.false_events / free_all.rank_intervals, "events");
+	metric("events_per_fault_families", NULL,
+	       all.detected ? (double)all.true_events / all.detected : 0,
+	       "events");
+	metric("latency_median_families", NULL,
+	       lat_quantile(all.lat_hist, all.nlat, 0.5), "intervals");
+	metric("latency_p95_families", NULL,
+	       lat_quantile(all.lat_hist, all.nlat, 0.95), "intervals");
+	metric("host_fault_one_event", NULL, ratio(all.host_one, all.host_eps),
+	       "ratio");
+	metric("hang_named_within_timeout_plus_1", NULL,
+	       ratio(all.hang_plus1 + (sc ? sc->hang_named_plus1 : 0),
+		     all.hang_faults + (sc ? sc->hang_faults : 0)),
+	       "ratio");
+	metric("isolations_fault_free", NULL,
+	       free_all.isolations + (sc ? sc->free_isolations : 0), "events");
+	metric("family_episodes", NULL, all.episodes + free_all.episodes,
+	       "count");
+	if (sc == NULL)
+		return;
+	metric("precision_all", NULL,
+	       ratio(sc->all.true_events + all.true_events +
+			     free_all.true_events,
+		     sc->all.events + all.events + free_all.events),
+	       "ratio");
+	metric("recall_all", NULL,
+	       ratio(sc->all.detected + all.detected,
+		     sc->all.faults + all.faults),
+	       "ratio");
+}
+
+/* Every family, eps episodes each; report with the classic suite sc. */
+static int
+families(unsigned eps, const struct score *sc)
+{
+	static struct ftally fam[SCEN_FAM_COUNT];
+	unsigned i, e;
+
+	for (i = 0; i < SCEN_FAM_COUNT; i++) {
+		for (e = 0; e < eps; e++)
+			if (family_episode(i, FAMILY_SEED + 1000003ull * i + e,
+					   &fam[i]) < 0) {
+				fprintf(stderr, "family %s: setup failed\n",
+					scen_family_name(i));
+				return -1;
+			}
+		fprintf(stderr, "detect-quality: family %s done\n",
+			scen_family_name(i));
+	}
+	family_report(fam, sc);
+	return 0;
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	static struct score sc;
 	struct scen_params sp;
@@ -382,8 +699,33 @@ main(void)
 	struct timespec t0, t1;
 	unsigned t, si, li, rep, nep = 0, nf;
 	uint64_t seed = SUITE_SEED;
+	unsigned feps = FAMILY_EPISODES;
+	int classic = 1, a;
 
+	for (a = 1; a < argc; a++) {
+		if (strcmp(argv[a], "--families-only") == 0)
+			classic = 0;
+		else if (strcmp(argv[a], "--family-episodes") == 0 &&
+			 a + 1 < argc)
+			feps = (unsigned)strtoul(argv[++a], NULL, 10);
+		else {
+			fprintf(stderr, "usage: bench-detect-quality "
+					"[--families-only] "
+					"[--family-episodes N]\n");
+			return 2;
+		}
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!classic) {
+		if (families(feps, NULL) < 0)
+			return 1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		metric("suite_wall_time", NULL,
+		       (double)(t1.tv_sec - t0.tv_sec) +
+			       1e-9 * (t1.tv_nsec - t0.tv_nsec),
+		       "s");
+		return 0;
+	}
 	for (t = 0; t < T_COUNT; t++) {
 		for (si = 0; si < NSLOW; si++) {
 			for (li = 0; li < NLAYOUT; li++) {
@@ -443,9 +785,9 @@ main(void)
 			nep++;
 		}
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	if (ring_only(&seed) < 0)
+	if (ring_only(&seed) < 0 || families(feps, &sc) < 0)
 		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	report(&sc, nep,
 	       (double)(t1.tv_sec - t0.tv_sec) +
 		       1e-9 * (t1.tv_nsec - t0.tv_nsec));

@@ -40,11 +40,51 @@ emit_acc_add(struct sacc *a, double kernel, double gap, double recv,
 	a->peer += peer;
 }
 
-/* One training step: every phase's compute, then its collectives. */
-static void
-emit_step(struct scen *s, uint32_t iv)
+/*
+ * The factor a whole-host compute fault puts on c's collectives: the
+ * reductions run on the slow GPUs, so a communicator inside the host
+ * (NVLink only) runs at their speed.
+ */
+static double
+emit_kernel_slow(const struct scen *s, const struct scomm *c, uint32_t iv)
+{
+	uint32_t i;
+	double f = 1.0;
+
+	if (c->net)
+		return 1.0;
+	for (i = 0; i < s->nfaults; i++)
+		if (s->faults[i].base == SCEN_F_SLOW_HOST &&
+		    s->devs[c->dev[0]].host == s->faults[i].host)
+			f *= fault_level(&s->faults[i], iv);
+	return f;
+}
+
+/*
+ * A rank's compute before one collective: its speed, faults, jitter, a
+ * heavy-tailed stall now and then (when configured) and pause, the time
+ * the job stood still before it.
+ */
+static double
+emit_compute(struct scen *s, const struct scomm *c, uint32_t dev, uint32_t iv,
+	     double pause)
 {
 	const struct scen_noise *nz = &s->p.noise;
+	double t = c->compute_us * s->devs[dev].speed * fault_gpu(s, dev, iv) *
+		   rng_lognorm(&s->rng, nz->compute_sigma);
+
+	if (nz->gap_tail_prob > 0 && rng_unif(&s->rng) < nz->gap_tail_prob)
+		t *= fault_pareto(&s->rng, 1.5, nz->tail_alpha, nz->tail_cap);
+	return t + SCEN_LAUNCH_US + pause;
+}
+
+/*
+ * One training step: every phase's compute, then its collectives. pause
+ * is added to every rank's first compute (the job stood still).
+ */
+static void
+emit_step(struct scen *s, uint32_t iv, double pause)
+{
 	uint32_t ph, ci, r;
 
 	for (r = 0; r < s->ndevs; r++)
@@ -59,17 +99,14 @@ emit_step(struct scen *s, uint32_t iv)
 			for (r = 0; r < c->nranks; r++) {
 				struct sdev *d = &s->devs[c->dev[r]];
 
-				d->comp =
-					c->compute_us * d->speed *
-						fault_gpu(s, c->dev[r], iv) *
-						rng_lognorm(&s->rng,
-							    nz->compute_sigma) +
-					SCEN_LAUNCH_US;
+				d->comp = emit_compute(s, c, c->dev[r], iv,
+						       ph == 0 ? pause : 0);
 				d->t += d->comp;
 				if (d->t > amax)
 					amax = d->t;
 			}
-			T = c->coll_us * c->slow * rng_lognorm(&s->rng, 0.02);
+			T = c->coll_us * c->slow * emit_kernel_slow(s, c, iv) *
+			    rng_lognorm(&s->rng, 0.02);
 			end = amax + T;
 			for (r = 0; r < c->nranks; r++) {
 				struct sdev *d = &s->devs[c->dev[r]];
@@ -110,6 +147,31 @@ emit_stats(struct matrix_stats *st, uint32_t n, double sum, double mn,
 	st->p99 = fmin(mx, exp(mu + 2.3263 * sqrt(var)));
 }
 
+/*
+ * Heavy tails (when configured): in some connection-intervals a share of
+ * the n chunks of median time base take Pareto multiples of it; *k, *extra
+ * and *smax accumulate their count, extra time and largest time.
+ */
+static void
+emit_tail(struct scen *s, uint64_t n, double base, uint32_t *k, double *extra,
+	  double *smax)
+{
+	const struct scen_noise *nz = &s->p.noise;
+	uint32_t i, j;
+
+	if (nz->tail_prob <= 0 || rng_unif(&s->rng) >= nz->tail_prob)
+		return;
+	j = rng_poisson(&s->rng, (double)n * nz->tail_rate) + 1;
+	for (i = 0; i < j; i++) {
+		double m = fault_pareto(&s->rng, 2.0, nz->tail_alpha,
+					nz->tail_cap);
+
+		*extra += base * (m - 1.0);
+		*smax = fmax(*smax, base * m);
+	}
+	*k += j;
+}
+
 /* Per-chunk transfer statistics of n chunks with median time base. */
 static void
 emit_xfer(struct scen *s, struct matrix_stats *st, uint64_t n, double base)
@@ -135,11 +197,54 @@ emit_xfer(struct scen *s, struct matrix_stats *st, uint64_t n, double base)
 		if (base * m > smax)
 			smax = base * m;
 	}
+	emit_tail(s, n, base, &k, &extra, &smax);
 	if (smax > st->max)
 		st->max = smax;
 	if (k > n / 100 && smax > st->p99)
 		st->p99 = smax;
 	st->sum = (double)n * base * exp(0.5 * sg * sg) + extra;
+}
+
+/* Standard normal distribution function. */
+static double
+emit_phi(double z)
+{
+	return 0.5 * erfc(-z / M_SQRT2);
+}
+
+/* The q quantile of the mixture of emit_mix (bisection in log time). */
+static double
+emit_mix_q(double q, double sg, double share, double ld)
+{
+	double lo = -8 * sg, hi = ld + 8 * sg, mid = 0;
+	int i;
+
+	for (i = 0; i < 60; i++) {
+		mid = 0.5 * (lo + hi);
+		if ((1 - share) * emit_phi(mid / sg) +
+			    share * emit_phi((mid - ld) / sg) <
+		    q)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return exp(mid);
+}
+
+void
+emit_mix(struct scen *s, struct matrix_stats *st, uint64_t n, double base,
+	 double share, double d)
+{
+	double sg = s->p.noise.jitter_sigma, ld = log(d), m;
+
+	emit_xfer(s, st, n, base);
+	/* sampling noise of the quantiles as for one lognormal */
+	m = st->p50 / base;
+	st->p50 = base * m * emit_mix_q(0.50, sg, share, ld);
+	st->p90 = base * m * emit_mix_q(0.90, sg, share, ld);
+	st->p99 = base * m * emit_mix_q(0.99, sg, share, ld);
+	st->max = fmax(st->max * d, st->p99);
+	st->sum += (double)n * share * (d - 1.0) * base * exp(0.5 * sg * sg);
 }
 
 /*
@@ -156,6 +261,13 @@ emit_factors(struct scen *s, uint32_t iv, double drift)
 
 	for (i = 0; i < s->ndevs; i++)
 		s->nic_noise[i] = rng_lognorm(&s->rng, nz->host_sigma);
+	if (s->nic_drift != NULL)
+		for (i = 0; i < s->ndevs; i++)
+			s->nic_noise[i] *=
+				1.0 +
+				s->nic_drift[i] *
+					fmin(1.0,
+					     (double)iv / nz->nic_drift_span);
 	for (ci = 0; ci < s->ncomms; ci++)
 		s->comms[ci].slow = 1.0;
 	for (i = 0; i < s->nconns; i++) {
@@ -169,6 +281,16 @@ emit_factors(struct scen *s, uint32_t iv, double drift)
 			x->hetero * rng_lognorm(&s->rng, nz->link_sigma) *
 			s->nic_noise[x->sdev] *
 			(x->tr == MATRIX_TR_NET ? drift : 1.0) * burst * fault;
+		/* heavy tails: now and then most chunks of an interval slow */
+		s->conn_p50[i] = 1.0;
+		if (nz->tail_p50_prob > 0 &&
+		    rng_unif(&s->rng) < nz->tail_p50_prob)
+			s->conn_p50[i] = fault_pareto(&s->rng, 1.3,
+						      nz->tail_alpha, 10.0);
+		/* delayed chunks slow the collective by their mean */
+		s->conn_dfac[i] = fault_conn_mix(s, x, iv, &s->conn_dshare[i]);
+		fault *= s->conn_p50[i] *
+			 (1.0 + s->conn_dshare[i] * (s->conn_dfac[i] - 1.0));
 		if (fault * burst > c->slow)
 			c->slow = fault * burst;
 	}
@@ -180,26 +302,30 @@ emit_factors(struct scen *s, uint32_t iv, double drift)
  * of members is caught inside the next operation at the cut).
  */
 void
-emit_steps(struct scen *s, uint32_t iv, int hung)
+emit_steps(struct scen *s, uint32_t iv, uint32_t nsteps, int skew)
 {
 	uint32_t i, r, ci, st;
+	double pause = 0;
 
 	for (i = 0; i < s->nacc; i++)
 		emit_acc_reset(&s->acc[i]);
-	if (hung)
+	if (nsteps == 0)
 		return;
-	for (st = 0; st < s->p.steps; st++)
-		emit_step(s, iv);
+	if (s->stall_len > 0 && iv == s->stall_start + s->stall_len)
+		pause = s->stall_gap_us;
+	for (st = 0; st < nsteps; st++)
+		emit_step(s, iv, st == 0 ? pause : 0);
 	for (ci = 0; ci < s->ncomms; ci++) {
 		struct scomm *c = &s->comms[ci];
 
-		c->done += s->p.steps;
+		c->done += nsteps;
 		for (r = 0; r < c->nranks; r++) {
 			struct sacc *a = &s->acc[c->acc + r];
 
 			a->done = c->done;
 			a->enter = c->done +
-				   (rng_unif(&s->rng) < SCEN_SNAPSHOT_SKEW);
+				   (rng_unif(&s->rng) < SCEN_SNAPSHOT_SKEW &&
+				    skew);
 		}
 	}
 }
@@ -226,6 +352,7 @@ emit_colls(struct scen *s, uint32_t iv, uint32_t *nc, uint32_t *nw)
 
 			if (s->lost[d->host])
 				continue;
+			s->coll_host[*nc] = d->host;
 			o = &s->out_coll[(*nc)++];
 			memset(o, 0, sizeof(*o));
 			o->comm = c->hash;
@@ -248,6 +375,7 @@ emit_colls(struct scen *s, uint32_t iv, uint32_t *nc, uint32_t *nw)
 						   s->host_drift[d->host]));
 			if (!c->net || a->n == 0)
 				continue;
+			s->wait_host[*nw] = d->host;
 			w = &s->out_wait[(*nw)++];
 			w->comm = c->hash;
 			w->rank = r;
@@ -265,9 +393,10 @@ emit_colls(struct scen *s, uint32_t iv, uint32_t *nc, uint32_t *nw)
  * a stuck connection. Returns their count.
  */
 uint32_t
-emit_conns(struct scen *s, int hung)
+emit_conns(struct scen *s, int hung, uint32_t nsteps)
 {
 	uint32_t i, r, nx = 0;
+	double base;
 
 	for (i = 0; i < s->nconns; i++) {
 		const struct sconn *x = &s->conns[i];
@@ -278,6 +407,7 @@ emit_conns(struct scen *s, int hung)
 
 		if (s->lost[s->devs[x->sdev].host])
 			continue;
+		s->conn_host[nx] = s->devs[x->sdev].host;
 		o = &s->out_conn[nx++];
 		memset(o, 0, sizeof(*o));
 		o->comm = c->hash;
@@ -295,10 +425,16 @@ emit_conns(struct scen *s, int hung)
 					o->pending = x->chunks_step;
 			continue;
 		}
-		o->chunks = (uint64_t)x->chunks_step * s->p.steps;
+		o->chunks = (uint64_t)x->chunks_step * nsteps;
+		if (o->chunks == 0)
+			continue;
 		o->bytes = o->chunks * x->chunk;
-		emit_xfer(s, &o->xfer, o->chunks,
-			  x->chunk * per_b * s->conn_factor[i]);
+		base = x->chunk * per_b * s->conn_factor[i] * s->conn_p50[i];
+		if (s->conn_dshare[i] > 0)
+			emit_mix(s, &o->xfer, o->chunks, base,
+				 s->conn_dshare[i], s->conn_dfac[i]);
+		else
+			emit_xfer(s, &o->xfer, o->chunks, base);
 	}
 	return nx;
 }

@@ -3,6 +3,7 @@
  * an interval, and how far they slow a connection or a GPU, and freezing
  * progress at a hang.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,31 @@ fault_pick_net_conn(struct scen *s)
 	return NULL;
 }
 
+const struct sconn *
+fault_pick_conn_if(struct scen *s, unsigned algo, uint32_t min_rank)
+{
+	uint32_t tries;
+
+	for (tries = 0; tries < 100000; tries++) {
+		const struct sconn *x =
+			&s->conns[rng_below(&s->rng, s->nconns)];
+
+		if (x->tr == MATRIX_TR_NET &&
+		    (algo == MATRIX_ALGO_COUNT || x->algo == algo) &&
+		    x->src >= min_rank && x->dst >= min_rank)
+			return x;
+	}
+	return NULL;
+}
+
+double
+fault_pareto(struct rng *r, double xm, double alpha, double cap)
+{
+	double u = 1.0 - rng_unif(r); /* (0, 1] */
+
+	return fmin(cap, xm * pow(u, -1.0 / alpha));
+}
+
 static int
 fault_active(const struct scen_fault *f, uint32_t iv)
 {
@@ -46,31 +72,84 @@ fault_active(const struct scen_fault *f, uint32_t iv)
 	return (f->on_mask >> ((iv - f->start) % 32)) & 1;
 }
 
+double
+fault_level(const struct scen_fault *f, uint32_t iv)
+{
+	double frac = 1.0;
+
+	if (!fault_active(f, iv))
+		return 1.0;
+	if (f->ramp > 0 && iv - f->start + 1 < f->ramp)
+		frac = (double)(iv - f->start + 1) / f->ramp;
+	return 1.0 + (f->slowdown - 1.0) * frac;
+}
+
+/* Is x a ring neighbour of f's connection in the same communicator? */
+static int
+fault_ring_next(const struct scen *s, const struct sconn *x,
+		const struct scen_fault *f)
+{
+	return x->algo == MATRIX_ALGO_RING &&
+	       s->comms[x->comm].hash == f->comm &&
+	       (x->dst == f->src || x->src == f->dst) &&
+	       !(x->src == f->src && x->dst == f->dst);
+}
+
+double
+fault_conn_mix(const struct scen *s, const struct sconn *x, uint32_t iv,
+	       double *share)
+{
+	const struct sdev *a = &s->devs[x->sdev], *b = &s->devs[x->ddev];
+	uint32_t i;
+
+	*share = 0;
+	for (i = 0; i < s->nfaults; i++) {
+		const struct scen_fault *t = &s->faults[i];
+
+		if (t->base == SCEN_F_SLOW_CONN && t->share > 0 &&
+		    x->tr == MATRIX_TR_NET && a->host == t->host &&
+		    a->gpu == t->gpu && b->host == t->peer_host &&
+		    b->gpu == t->peer_gpu && fault_level(t, iv) > 1.0) {
+			*share = t->share;
+			return fault_level(t, iv);
+		}
+	}
+	return 1.0;
+}
+
 /* Slowdown factor of connection x in this interval from active faults. */
 double
 fault_conn(const struct scen *s, const struct sconn *x, uint32_t iv)
 {
 	const struct sdev *a = &s->devs[x->sdev], *b = &s->devs[x->ddev];
-	double f = 1.0;
+	double f = 1.0, l;
 	uint32_t i;
 
-	if (x->tr != MATRIX_TR_NET)
-		return 1.0;
 	for (i = 0; i < s->nfaults; i++) {
 		const struct scen_fault *t = &s->faults[i];
 
-		if (!fault_active(t, iv))
+		l = fault_level(t, iv);
+		if (l == 1.0)
 			continue;
-		if (t->base == SCEN_F_SLOW_CONN && a->host == t->host &&
-		    a->gpu == t->gpu && b->host == t->peer_host &&
-		    b->gpu == t->peer_gpu)
-			f *= t->slowdown;
+		/* backpressure reaches ring neighbours of any transport */
+		if (t->base == SCEN_F_SLOW_CONN && t->spread > 0 &&
+		    fault_ring_next(s, x, t))
+			f *= 1.0 + (l - 1.0) * t->spread;
+		if (x->tr != MATRIX_TR_NET)
+			continue;
+		if (t->base == SCEN_F_SLOW_CONN && t->share == 0 &&
+		    a->host == t->host && a->gpu == t->gpu &&
+		    b->host == t->peer_host && b->gpu == t->peer_gpu)
+			f *= l;
 		if (t->base == SCEN_F_SLOW_TX && a->host == t->host &&
 		    a->gpu == t->gpu)
-			f *= t->slowdown;
+			f *= l;
 		if (t->base == SCEN_F_SLOW_RX && b->host == t->host &&
 		    b->gpu == t->gpu)
-			f *= t->slowdown;
+			f *= l;
+		if (t->base == SCEN_F_SLOW_HOST_NIC &&
+		    (a->host == t->host || b->host == t->host))
+			f *= l;
 	}
 	return f;
 }
@@ -86,9 +165,11 @@ fault_gpu(const struct scen *s, uint32_t dev, uint32_t iv)
 	for (i = 0; i < s->nfaults; i++) {
 		const struct scen_fault *t = &s->faults[i];
 
-		if (t->base == SCEN_F_SLOW_GPU && fault_active(t, iv) &&
-		    d->host == t->host && d->gpu == t->gpu)
-			f *= t->slowdown;
+		if (t->base == SCEN_F_SLOW_GPU && d->host == t->host &&
+		    d->gpu == t->gpu)
+			f *= fault_level(t, iv);
+		if (t->base == SCEN_F_SLOW_HOST && d->host == t->host)
+			f *= fault_level(t, iv);
 	}
 	return f;
 }
@@ -160,8 +241,16 @@ fault_hang_freeze(struct scen *s, const struct scen_fault *f)
 		}
 	}
 	if (xc != UINT32_MAX)
-		for (r = 0; r < s->comms[xc].nranks; r++)
-			s->acc[s->comms[xc].acc + r].enter++;
+		for (r = 0; r < s->comms[xc].nranks; r++) {
+			struct sacc *a = &s->acc[s->comms[xc].acc + r];
+
+			a->enter++;
+			/* partial hang: the first ranks got past op k */
+			if (r < f->partial) {
+				a->done++;
+				a->enter += f->moved_on;
+			}
+		}
 	for (r = 0; r < s->ndevs; r++) {
 		struct sdev *d = &s->devs[r];
 		uint32_t best = UINT32_MAX;

@@ -15,8 +15,9 @@ static const char *const scen_layout_names[SCEN_L_COUNT] = {
 };
 
 static const char *const scen_fault_names[SCEN_F_COUNT] = {
-	"none",		"slow-conn", "slow-tx",	     "slow-rx",	  "slow-gpu",
-	"intermittent", "comm-hang", "noncomm-hang", "node-lost",
+	"none",	     "slow-conn",    "slow-tx",	      "slow-rx",
+	"slow-gpu",  "intermittent", "comm-hang",     "noncomm-hang",
+	"node-lost", "slow-host",    "slow-host-nic",
 };
 
 const char *
@@ -76,6 +77,41 @@ scen_params_default(struct scen_params *p)
 }
 
 /*
+ * The arrays of the phenomena beyond the base model, and the NIC drift
+ * drawn after the job was built (so a seed builds the same job with and
+ * without it). 0 or -1 without memory.
+ */
+static int
+scen_new_extra(struct scen *s)
+{
+	const struct scen_noise *nz = &s->p.noise;
+	uint32_t i;
+
+	s->coll_host = calloc(s->nacc, sizeof(*s->coll_host));
+	s->wait_host = calloc(s->nacc, sizeof(*s->wait_host));
+	s->conn_host = calloc(s->nconns, sizeof(*s->conn_host));
+	s->conn_p50 = calloc(s->nconns, sizeof(*s->conn_p50));
+	s->conn_dfac = calloc(s->nconns, sizeof(*s->conn_dfac));
+	s->conn_dshare = calloc(s->nconns, sizeof(*s->conn_dshare));
+	if (s->coll_host == NULL || s->wait_host == NULL ||
+	    s->conn_host == NULL || s->conn_p50 == NULL ||
+	    s->conn_dfac == NULL || s->conn_dshare == NULL)
+		return -1;
+	if (nz->nic_drift_share <= 0)
+		return 0;
+	s->nic_drift = calloc(s->ndevs, sizeof(*s->nic_drift));
+	if (s->nic_drift == NULL)
+		return -1;
+	for (i = 0; i < s->ndevs; i++)
+		if (rng_unif(&s->rng) < nz->nic_drift_share)
+			s->nic_drift[i] =
+				nz->nic_drift_min +
+				(nz->nic_drift_max - nz->nic_drift_min) *
+					rng_unif(&s->rng);
+	return 0;
+}
+
+/*
  * Build a job. Returns NULL on invalid parameters (rank count not a
  * multiple of 8, too small for the layout) or memory exhaustion.
  */
@@ -88,6 +124,11 @@ scen_new(const struct scen_params *p)
 	if (p->nranks < 2 * SCEN_GPUS_PER_HOST || p->nranks > SCEN_MAX_RANKS ||
 	    p->nranks % SCEN_GPUS_PER_HOST || p->layout >= SCEN_L_COUNT ||
 	    p->steps == 0)
+		return NULL;
+	if ((p->noise.nic_drift_share > 0 && p->noise.nic_drift_span == 0) ||
+	    ((p->noise.tail_prob > 0 || p->noise.tail_p50_prob > 0 ||
+	      p->noise.gap_tail_prob > 0) &&
+	     (!(p->noise.tail_alpha > 0) || !(p->noise.tail_cap >= 2.0))))
 		return NULL;
 	if (p->layout == SCEN_L_TP_PP_DP &&
 	    (p->nranks / SCEN_GPUS_PER_HOST) % (2 * SCEN_PP_STAGES))
@@ -131,6 +172,8 @@ scen_new(const struct scen_params *p)
 	if (s->acc == NULL || s->conn_factor == NULL || s->out_coll == NULL ||
 	    s->out_wait == NULL || s->out_conn == NULL || s->out_hosts == NULL)
 		goto fail;
+	if (scen_new_extra(s) < 0)
+		goto fail;
 	return s;
 fail:
 	scen_free(s);
@@ -162,6 +205,14 @@ scen_free(struct scen *s)
 	free(s->out_wait);
 	free(s->out_conn);
 	free(s->out_hosts);
+	free(s->coll_host);
+	free(s->wait_host);
+	free(s->conn_host);
+	free(s->nic_drift);
+	free(s->conn_p50);
+	free(s->conn_dfac);
+	free(s->conn_dshare);
+	late_free(s);
 	free(s);
 }
 
@@ -232,49 +283,101 @@ out:
 	return rc;
 }
 
-/*
- * Inject a fault of kind starting at interval start, choosing its culprit
- * at random (seeded). slowdown applies to the slow kinds. The ground truth
- * is copied to *out when out is not NULL. Returns 0, or -1 when the kind
- * is invalid, the job has no network connection, or SCEN_MAX_FAULTS are
- * already injected.
- */
 int
 scen_add_fault(struct scen *s, unsigned kind, double slowdown, uint32_t start,
 	       struct scen_fault *out)
 {
-	struct scen_fault f;
+	struct scen_fault_spec sp;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.kind = kind;
+	sp.slowdown = slowdown;
+	sp.start = start;
+	return scen_add_fault_spec(s, &sp, out);
+}
+
+/* Does the refinement of *sp fit its kind? */
+static int
+scen_spec_ok(const struct scen_fault_spec *sp)
+{
+	int conn = sp->kind == SCEN_F_SLOW_CONN;
+
+	if (sp->kind == SCEN_F_NONE || sp->kind >= SCEN_F_COUNT ||
+	    !(sp->slowdown >= 1.0))
+		return 0;
+	if ((sp->spread != 0 &&
+	     (!conn || !(sp->spread > 0) || sp->spread >= 1.0)) ||
+	    (sp->share != 0 && (!conn || !(sp->share > 0) || sp->share >= 1.0)))
+		return 0;
+	if (sp->partial != 0 && (sp->kind != SCEN_F_COMM_HANG ||
+				 !(sp->partial > 0) || sp->partial > 1.0))
+		return 0;
+	return !sp->want_ring || conn || sp->kind == SCEN_F_COMM_HANG;
+}
+
+/*
+ * The connection culprit of a slow-conn or comm-hang fault: a ring one
+ * when asked, and for a partial hang one whose ends are not rank 0 (the
+ * ranks below its lower end complete); f->partial is set from sp.
+ */
+static int
+scen_pick_conn(struct scen *s, const struct scen_fault_spec *sp,
+	       struct scen_fault *f)
+{
 	const struct sconn *x;
+	uint32_t lo;
+
+	x = fault_pick_conn_if(
+		s, sp->want_ring ? MATRIX_ALGO_RING : MATRIX_ALGO_COUNT,
+		sp->partial > 0 ? 1 : 0);
+	if (x == NULL)
+		return -1;
+	f->host = s->devs[x->sdev].host;
+	f->gpu = s->devs[x->sdev].gpu;
+	f->peer_host = s->devs[x->ddev].host;
+	f->peer_gpu = s->devs[x->ddev].gpu;
+	f->comm = s->comms[x->comm].hash;
+	f->src = x->src;
+	f->dst = x->dst;
+	lo = x->src < x->dst ? x->src : x->dst;
+	if (sp->partial > 0) {
+		f->partial = (uint32_t)ceil(sp->partial * lo);
+		f->moved_on = sp->moved_on != 0;
+	}
+	return 0;
+}
+
+int
+scen_add_fault_spec(struct scen *s, const struct scen_fault_spec *sp,
+		    struct scen_fault *out)
+{
+	struct scen_fault f;
 	uint32_t d;
 
-	if (kind == SCEN_F_NONE || kind >= SCEN_F_COUNT ||
-	    s->nfaults >= SCEN_MAX_FAULTS || !(slowdown >= 1.0))
+	if (s->nfaults >= SCEN_MAX_FAULTS || !scen_spec_ok(sp))
 		return -1;
 	memset(&f, 0, sizeof(f));
-	f.kind = (uint8_t)kind;
-	f.base = (uint8_t)kind;
-	f.slowdown = slowdown;
-	f.start = start;
-	f.on_mask = UINT32_MAX;
-	if (kind == SCEN_F_INTERMITTENT) {
+	f.kind = (uint8_t)sp->kind;
+	f.base = (uint8_t)sp->kind;
+	f.slowdown = sp->slowdown;
+	f.start = sp->start;
+	f.on_mask = sp->on_mask ? sp->on_mask : UINT32_MAX;
+	f.ramp = sp->ramp;
+	f.spread = sp->spread;
+	f.share = sp->share;
+	if (sp->kind == SCEN_F_INTERMITTENT) {
 		f.base = (uint8_t)(SCEN_F_SLOW_CONN + rng_below(&s->rng, 4));
 		f.on_mask = fault_intermittent_mask(&s->rng);
 	}
 	switch (f.base) {
 	case SCEN_F_SLOW_CONN:
 	case SCEN_F_COMM_HANG:
-		x = fault_pick_net_conn(s);
-		if (x == NULL)
+		if (scen_pick_conn(s, sp, &f) < 0)
 			return -1;
-		f.host = s->devs[x->sdev].host;
-		f.gpu = s->devs[x->sdev].gpu;
-		f.peer_host = s->devs[x->ddev].host;
-		f.peer_gpu = s->devs[x->ddev].gpu;
-		f.comm = s->comms[x->comm].hash;
-		f.src = x->src;
-		f.dst = x->dst;
 		break;
 	case SCEN_F_NODE_LOST:
+	case SCEN_F_SLOW_HOST:
+	case SCEN_F_SLOW_HOST_NIC:
 		f.host = f.peer_host = rng_below(&s->rng, s->nhosts);
 		break;
 	default:
@@ -286,6 +389,19 @@ scen_add_fault(struct scen *s, unsigned kind, double slowdown, uint32_t start,
 	s->faults[s->nfaults++] = f;
 	if (out != NULL)
 		*out = f;
+	return 0;
+}
+
+int
+scen_stall(struct scen *s, uint32_t start, uint32_t len)
+{
+	if (len == 0 || s->stall_len != 0)
+		return -1;
+	s->stall_start = start;
+	s->stall_len = len;
+	s->stall_steps =
+		1 + (s->p.steps > 1 ? rng_below(&s->rng, s->p.steps - 1) : 0);
+	s->stall_gap_us = (double)len * SCEN_INTERVAL_NS / 1e3;
 	return 0;
 }
 
@@ -307,20 +423,28 @@ scen_clear_fault(struct scen *s, unsigned i, uint32_t end)
 /*
  * Produce interval iv's summaries into *in (arrays owned by s, valid until
  * the next call). Intervals must be produced in increasing order starting
- * at 0. Returns 0.
+ * at 0. Returns 0, or -1 when holding late reports runs out of memory.
  */
 int
 scen_interval(struct scen *s, uint32_t iv, struct matrix_input *in)
 {
 	double drift = rng_lognorm(&s->rng, s->p.noise.drift_sigma);
-	uint32_t i, nc, nw, nx, nh = 0;
-	int hung;
+	uint32_t i, nc, nw, nx, nh = 0, nsteps = s->p.steps;
+	int hung, skew = 1;
 
 	hung = fault_advance(s, iv);
+	if (s->stall_len > 0 && iv >= s->stall_start &&
+	    iv < s->stall_start + s->stall_len) {
+		/* some steps, then every rank stops between two ops */
+		nsteps = iv == s->stall_start ? s->stall_steps : 0;
+		skew = 0;
+	}
+	if (hung)
+		nsteps = 0;
 	emit_factors(s, iv, drift);
-	emit_steps(s, iv, hung);
+	emit_steps(s, iv, nsteps, skew);
 	emit_colls(s, iv, &nc, &nw);
-	nx = emit_conns(s, hung);
+	nx = emit_conns(s, hung, nsteps);
 	for (i = 0; i < s->nhosts; i++)
 		if (!s->lost[i])
 			s->out_hosts[nh++] = i;
@@ -334,5 +458,5 @@ scen_interval(struct scen *s, uint32_t iv, struct matrix_input *in)
 	in->nconn = nx;
 	in->hosts = s->out_hosts;
 	in->nhosts = nh;
-	return 0;
+	return s->late.n > 0 ? late_apply(s, in) : 0;
 }

@@ -32,7 +32,8 @@
 #define SCEN_MAX_RANKS	   (1u << 18)
 #define SCEN_PP_STAGES	   4
 #define SCEN_EP_SIZE	   8
-#define SCEN_MAX_DEV_COMMS 6 /* communicators one device belongs to */
+#define SCEN_MAX_DEV_COMMS 6  /* communicators one device belongs to */
+#define SCEN_MAX_LATE	   64 /* late (host, interval) reports */
 
 /* bandwidths and sizes of the model (bytes, microseconds) */
 #define SCEN_NVLINK_US_PER_B (1.0 / 150e3) /* 150 GB/s */
@@ -58,14 +59,16 @@ enum scen_layout {
 
 enum scen_fault_kind {
 	SCEN_F_NONE = 0,
-	SCEN_F_SLOW_CONN,    /* one network path between two NIC ports */
-	SCEN_F_SLOW_TX,	     /* a NIC port's transmit side */
-	SCEN_F_SLOW_RX,	     /* a NIC port's receive side */
-	SCEN_F_SLOW_GPU,     /* a GPU computing slower (non-communication) */
-	SCEN_F_INTERMITTENT, /* one of the four above, flapping */
-	SCEN_F_COMM_HANG,    /* a connection stops moving bytes */
-	SCEN_F_NONCOMM_HANG, /* a rank stops entering collectives */
-	SCEN_F_NODE_LOST,    /* a host goes silent */
+	SCEN_F_SLOW_CONN,     /* one network path between two NIC ports */
+	SCEN_F_SLOW_TX,	      /* a NIC port's transmit side */
+	SCEN_F_SLOW_RX,	      /* a NIC port's receive side */
+	SCEN_F_SLOW_GPU,      /* a GPU computing slower (non-communication) */
+	SCEN_F_INTERMITTENT,  /* one of the four above, flapping */
+	SCEN_F_COMM_HANG,     /* a connection stops moving bytes */
+	SCEN_F_NONCOMM_HANG,  /* a rank stops entering collectives */
+	SCEN_F_NODE_LOST,     /* a host goes silent */
+	SCEN_F_SLOW_HOST,     /* every GPU of a host computing slower */
+	SCEN_F_SLOW_HOST_NIC, /* every NIC port of a host, both directions */
 	SCEN_F_COUNT
 };
 
@@ -84,6 +87,33 @@ struct scen_fault {
 	uint64_t comm; /* comm-hang: the stuck connection */
 	uint32_t src;
 	uint32_t dst;
+	uint32_t
+		ramp; /* slow kinds: intervals to reach slowdown (0: at once) */
+	double spread;	  /* slow-conn on a ring: share of the excess time
+			     its ring neighbours see (backpressure) */
+	double share;	  /* slow-conn: share of the chunks delayed by
+			     slowdown (0: every chunk) */
+	uint32_t partial; /* comm-hang: ranks 0..partial-1 of the comm
+			     completed the stuck op (0: none did) */
+	uint8_t moved_on; /* comm-hang with partial: they entered the next */
+};
+
+/*
+ * What to inject (scen_add_fault_spec). kind, slowdown and start as for
+ * scen_add_fault; the rest refines it and is 0 for a plain fault.
+ */
+struct scen_fault_spec {
+	unsigned kind;
+	double slowdown;
+	uint32_t start;
+	uint32_t on_mask;  /* bit i: active at start + i (mod 32); 0: always */
+	uint32_t ramp;	   /* see struct scen_fault */
+	double spread;	   /* needs a ring connection (slow-conn) */
+	double share;	   /* slow-conn only, in (0, 1) */
+	double partial;	   /* comm-hang: share of the ranks below the stuck
+			      connection's lower end that complete, (0, 1] */
+	uint8_t moved_on;  /* see struct scen_fault */
+	uint8_t want_ring; /* slow-conn, comm-hang: a ring connection */
 };
 
 struct scen_noise {
@@ -98,6 +128,18 @@ struct scen_noise {
 	double gpu_sigma;      /* static per-GPU compute lognormal sigma */
 	double compute_sigma;  /* per-step compute jitter */
 	double clock_offset_s; /* host clock offsets up to +- this */
+	/* heavy tails (0: none): Pareto(tail_xm, tail_alpha) multipliers */
+	double tail_prob;     /* per connection-interval: chunks spike */
+	double tail_rate;     /* ... then per chunk */
+	double tail_p50_prob; /* per connection-interval: most chunks slow */
+	double tail_alpha;    /* Pareto shape */
+	double tail_cap;      /* largest multiplier */
+	double gap_tail_prob; /* per rank-step: a compute stall */
+	/* NIC drift (0: none): a share of NIC ports get slower over time */
+	double nic_drift_share; /* share of NIC ports drifting */
+	double nic_drift_min;	/* each reaches 1 + U(min, max) ... */
+	double nic_drift_max;
+	uint32_t nic_drift_span; /* ... after this many intervals */
 };
 
 struct scen_params {
@@ -130,6 +172,29 @@ void scen_free(struct scen *s);
 int scen_add_fault(struct scen *s, unsigned kind, double slowdown,
 		   uint32_t start, struct scen_fault *out);
 /*
+ * Inject the fault *spec describes (see struct scen_fault_spec); the
+ * culprit is drawn as for scen_add_fault. Returns 0, or -1 as
+ * scen_add_fault does, or when a refinement does not fit the kind or the
+ * job has no connection that fits it.
+ */
+int scen_add_fault_spec(struct scen *s, const struct scen_fault_spec *spec,
+			struct scen_fault *out);
+/*
+ * The whole job stops at an operation boundary in interval start (after
+ * some of its steps) and stays stopped for len intervals (a checkpoint,
+ * an evaluation): every rank has completed what it entered, nothing is
+ * in flight, and the first gap after it carries the pause. Returns 0, or
+ * -1 when len is 0 or a stall is already set.
+ */
+int scen_stall(struct scen *s, uint32_t start, uint32_t len);
+/*
+ * Host host's summaries of interval iv arrive late: the host is not heard
+ * from in iv, and its summaries of iv come with those of iv + 1. Returns
+ * 0, or -1 when host is out of range, SCEN_MAX_LATE are set or memory
+ * runs out.
+ */
+int scen_late(struct scen *s, uint32_t host, uint32_t iv);
+/*
  * Clears slow fault i (in the order added) from interval end on: the
  * culprit runs at full speed again (hangs and node loss do not clear).
  * 0, or -1 if there is no such fault or it is not a slow kind.
@@ -155,7 +220,8 @@ int scen_rank_loc(const struct scen *s, uint32_t i, uint32_t rank,
 /*
  * Produce interval iv's summaries into *in; its arrays belong to s and
  * stay valid until the next call or scen_free. Intervals must be produced
- * in increasing order starting at 0. Returns 0.
+ * in increasing order starting at 0. Returns 0, or -1 when holding late
+ * reports (scen_late) runs out of memory.
  */
 int scen_interval(struct scen *s, uint32_t iv, struct matrix_input *in);
 /* The number of hosts of the job (ranks / SCEN_GPUS_PER_HOST). */
@@ -168,6 +234,56 @@ const char *scen_layout_name(unsigned layout);
 const char *scen_fault_name(unsigned kind);
 int scen_layout_parse(const char *name);
 int scen_fault_parse(const char *name);
+
+/*
+ * family.c: randomised episodes of one phenomenon each, with their ground
+ * truth. A family fixes what happens (a heavy-tailed network, a host whose
+ * GPUs are all slow, a hang that caught the ranks half way); sizes (64 to
+ * 256 ranks), layouts, magnitudes and timing are drawn from the seed.
+ */
+enum scen_family {
+	SCEN_FAM_HEAVY_TAIL = 0, /* no fault: Pareto spikes in chunks, gaps */
+	SCEN_FAM_DRIFT,		 /* no fault: NIC ports 1-3 % slower, slowly */
+	SCEN_FAM_BACKPRESSURE,	 /* a ring link, its neighbours slowed less */
+	SCEN_FAM_HOST_WIDE,	 /* every GPU of a host slow (compute) */
+	SCEN_FAM_HOST_NICS,	 /* every NIC port of a host slow */
+	SCEN_FAM_FLAPPING,	 /* a slow fault on one interval in three */
+	SCEN_FAM_GRADUAL,	 /* a slow fault ramping up */
+	SCEN_FAM_JOB_STALL,	 /* no fault: the whole job pauses */
+	SCEN_FAM_LATE_REPORTS,	 /* no fault: hosts' reports come late */
+	SCEN_FAM_PARTIAL_HANG,	 /* a hang some ranks got past */
+	SCEN_FAM_FRACTION_DELAY, /* 30-50 % of a link's chunks delayed */
+	SCEN_FAM_COUNT
+};
+
+/* The ground truth of one family episode. */
+struct scen_truth {
+	uint8_t family; /* enum scen_family */
+	uint8_t layout; /* enum scen_layout */
+	uint32_t nranks;
+	uint32_t intervals; /* the episode's length */
+	uint32_t nfaults;   /* 0: no fault */
+	struct scen_fault fault;
+	uint8_t domain;	      /* enum matrix_domain at fault; MATRIX_DOM_COUNT
+				 when there is none */
+	uint8_t hang;	      /* a hang: to be named within the hang timeout */
+	uint8_t job_event;    /* a job-level event (domain job) is right */
+	uint32_t event_start; /* job stall: first stalled interval */
+	uint32_t event_len;   /* job stall: stalled intervals */
+	uint32_t nlate;	      /* late reports: (host, interval) pairs */
+};
+
+/*
+ * Build episode seed of family (nranks 0: drawn from 64..256, else
+ * used). *t gets the truth. Returns the job (scen_free), or NULL for an
+ * unknown family, a rank count the drawn layout cannot take (pipeline and
+ * expert layouts need a multiple of 64), or without memory.
+ */
+struct scen *scen_family_new(unsigned family, uint64_t seed, uint32_t nranks,
+			     struct scen_truth *t);
+/* Family names ("heavy_tail"...), "unknown" out of range; and inverse. */
+const char *scen_family_name(unsigned family);
+int scen_family_parse(const char *name);
 
 /*
  * score.c: judging events against the ground truth; nothing is changed.
@@ -183,5 +299,16 @@ int score_names(const struct matrix_suspect *s, const struct scen_fault *f);
 int score_matches(const struct matrix_event *e, uint64_t iv,
 		  const struct scen_fault *f);
 int score_top1(const struct matrix_event *e, const struct scen_fault *f);
+/*
+ * For a whole-host fault an event of any slow kind naming the host or one
+ * of its devices matches, and top-1 asks that its first suspect does.
+ * score_host_kind: 1 when f's culprit is a whole host (slow-host,
+ * slow-host-nic). score_host_one: 1 when e reports f's host as one
+ * domain: kind host-slow or domain host, naming the host first.
+ * score_domain: the matrix_domain of f's culprit.
+ */
+int score_host_kind(const struct scen_fault *f);
+int score_host_one(const struct matrix_event *e, const struct scen_fault *f);
+unsigned score_domain(const struct scen_fault *f);
 
 #endif /* C4_SCEN_H */

@@ -62,6 +62,22 @@ struct sacc {
 	uint8_t blocked;
 };
 
+/*
+ * Late reports (late.c): the (host, interval) pairs, and per kind of
+ * summary the entries held back now (held) and being split off (next).
+ */
+struct late_buf {
+	void *held, *next;
+	uint32_t nheld;
+};
+
+struct late {
+	uint32_t n;
+	uint32_t host[SCEN_MAX_LATE], iv[SCEN_MAX_LATE];
+	uint8_t *now; /* per host: late in this interval */
+	struct late_buf coll, conn, wait;
+};
+
 struct scen {
 	struct scen_params p;
 	struct rng rng;
@@ -88,6 +104,15 @@ struct scen {
 	struct matrix_conn *out_conn;
 	struct matrix_wait *out_wait;
 	uint32_t *out_hosts;
+	/* the host of each out_coll, out_conn and out_wait entry */
+	uint32_t *coll_host, *conn_host, *wait_host;
+	double *nic_drift; /* per device: drift reached at the span; or NULL */
+	double *conn_p50;  /* per connection: heavy-tail median factor */
+	double *conn_dfac; /* per connection: delay of delayed chunks */
+	double *conn_dshare; /* ... and their share (0: none) */
+	uint32_t stall_start, stall_len, stall_steps;
+	double stall_gap_us; /* pause carried by the first gap after it */
+	struct late late;
 };
 
 /*
@@ -128,6 +153,21 @@ int job_build(struct scen *s);
 uint32_t fault_intermittent_mask(struct rng *r);
 const struct sconn *fault_pick_net_conn(struct scen *s);
 double fault_conn(const struct scen *s, const struct sconn *x, uint32_t iv);
+/*
+ * fault_pick_conn_if draws a network connection of s with algo (or any
+ * when algo is MATRIX_ALGO_COUNT) whose both ends are ranks >= min_rank,
+ * or NULL when none is found. fault_level returns the slowdown fault f
+ * puts on its culprit in interval iv (1.0 when inactive; ramps count).
+ * fault_conn_mix returns the delay factor of the delayed chunks of x in
+ * iv and stores their share in *share (1.0 and 0 when none).
+ * fault_pareto draws a Pareto(xm, alpha) value capped at cap.
+ */
+const struct sconn *fault_pick_conn_if(struct scen *s, unsigned algo,
+				       uint32_t min_rank);
+double fault_level(const struct scen_fault *f, uint32_t iv);
+double fault_conn_mix(const struct scen *s, const struct sconn *x, uint32_t iv,
+		      double *share);
+double fault_pareto(struct rng *r, double xm, double alpha, double cap);
 double fault_gpu(const struct scen *s, uint32_t dev, uint32_t iv);
 int fault_advance(struct scen *s, uint32_t iv);
 
@@ -138,12 +178,28 @@ int fault_advance(struct scen *s, uint32_t iv);
  * connection's time factor for iv; emit_steps() runs the interval's
  * training steps unless hung; emit_colls() fills s->out_coll and
  * s->out_wait and stores their counts in *nc and *nw; emit_conns() fills
- * s->out_conn and returns its count.  None can fail: the arrays were
- * sized when the job was built.
+ * s->out_conn (nsteps steps ran) and returns its count.  None can fail: the
+ * arrays were sized when the job was built.
  */
 void emit_factors(struct scen *s, uint32_t iv, double drift);
-void emit_steps(struct scen *s, uint32_t iv, int hung);
+void emit_steps(struct scen *s, uint32_t iv, uint32_t nsteps, int skew);
+/*
+ * emit_mix fills *st with the per-chunk statistics of n chunks of median
+ * time base of which share are delayed by factor d (a two-part lognormal
+ * mixture, quantiles exact).
+ */
+void emit_mix(struct scen *s, struct matrix_stats *st, uint64_t n, double base,
+	      double share, double d);
+
+/*
+ * late.c: late_apply moves the summaries of hosts late in in->interval
+ * out of *in into the held set and adds those held from the interval
+ * before (in->hosts too). The arrays grow on first use: late_apply
+ * returns 0, or -1 without memory. late_free frees the held set.
+ */
+int late_apply(struct scen *s, struct matrix_input *in);
+void late_free(struct scen *s);
 void emit_colls(struct scen *s, uint32_t iv, uint32_t *nc, uint32_t *nw);
-uint32_t emit_conns(struct scen *s, int hung);
+uint32_t emit_conns(struct scen *s, int hung, uint32_t nsteps);
 
 #endif /* SCEN_INT_H */

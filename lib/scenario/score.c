@@ -25,11 +25,50 @@ score_expected_kind(unsigned base)
 		return MATRIX_EV_NONCOMM_HANG;
 	case SCEN_F_NODE_LOST:
 		return MATRIX_EV_NODE_LOST;
+	case SCEN_F_SLOW_HOST:
+	case SCEN_F_SLOW_HOST_NIC:
+		return MATRIX_EV_HOST_SLOW;
 	}
 	return -1;
 }
 
-/* Family of an event kind: comm slow 0, rank slow 1, hang 2, node 3. */
+int
+score_host_kind(const struct scen_fault *f)
+{
+	return f->base == SCEN_F_SLOW_HOST || f->base == SCEN_F_SLOW_HOST_NIC;
+}
+
+unsigned
+score_domain(const struct scen_fault *f)
+{
+	switch (f->base) {
+	case SCEN_F_SLOW_CONN:
+	case SCEN_F_COMM_HANG:
+		return MATRIX_DOM_LINK;
+	case SCEN_F_SLOW_TX:
+	case SCEN_F_SLOW_RX:
+		return MATRIX_DOM_NIC_PORT;
+	case SCEN_F_SLOW_GPU:
+	case SCEN_F_NONCOMM_HANG:
+		return MATRIX_DOM_GPU;
+	}
+	return MATRIX_DOM_HOST;
+}
+
+int
+score_host_one(const struct matrix_event *e, const struct scen_fault *f)
+{
+	if (e->kind != MATRIX_EV_HOST_SLOW && e->domain != MATRIX_DOM_HOST)
+		return 0;
+	if (e->nsuspects > 0)
+		return e->suspects[0].host == f->host;
+	return e->isolate_host == f->host;
+}
+
+/*
+ * Family of an event kind: comm slow 0, rank slow 1, hang 2, node 3,
+ * host 4 (a job stall, 5 and beyond, names no fault).
+ */
 static int
 score_family(int kind)
 {
@@ -46,6 +85,8 @@ score_family(int kind)
 		return 2;
 	case MATRIX_EV_NODE_LOST:
 		return 3;
+	case MATRIX_EV_HOST_SLOW:
+		return 4;
 	}
 	return -1;
 }
@@ -63,6 +104,10 @@ score_names(const struct matrix_suspect *s, const struct scen_fault *f)
 	switch (f->base) {
 	case SCEN_F_NODE_LOST:
 		return s->host == f->host;
+	case SCEN_F_SLOW_HOST:
+	case SCEN_F_SLOW_HOST_NIC: /* the host or any of its devices */
+		return s->host == f->host ||
+		       (s->role == MATRIX_ROLE_LINK && s->peer_host == f->host);
 	case SCEN_F_SLOW_CONN:
 	case SCEN_F_COMM_HANG:
 		if (s->role == MATRIX_ROLE_LINK)
@@ -102,10 +147,14 @@ score_matches(const struct matrix_event *e, uint64_t iv,
 	      const struct scen_fault *f)
 {
 	int want = score_expected_kind(f->base);
+	int fam = score_family(e->kind);
 	unsigned i;
 
-	if (iv < f->start || want < 0 ||
-	    score_family(e->kind) != score_family(want))
+	if (iv < f->start || want < 0)
+		return 0;
+	/* a whole host: a slow event of any scope naming it or its devices */
+	if (score_host_kind(f) ? fam != 0 && fam != 1 && fam != 4
+			       : fam != score_family(want))
 		return 0;
 	for (i = 0; i < e->nsuspects; i++)
 		if (score_names(&e->suspects[i], f))
@@ -117,6 +166,8 @@ score_matches(const struct matrix_event *e, uint64_t iv,
 int
 score_top1(const struct matrix_event *e, const struct scen_fault *f)
 {
+	if (score_host_kind(f))
+		return e->nsuspects > 0 && score_names(&e->suspects[0], f);
 	return e->kind == score_expected_kind(f->base) && e->nsuspects > 0 &&
 	       score_names(&e->suspects[0], f);
 }

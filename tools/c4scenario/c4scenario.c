@@ -5,6 +5,11 @@
  *
  *   c4scenario [-n ranks] [-l layout] [-i intervals] [-s seed]
  *              [-f kind[:slowdown[:start]]]... [-d] [-q]
+ *   c4scenario -F family [-n ranks] [-i intervals] [-s seed] [-d] [-q]
+ *
+ * With -F the job is one randomised episode of a phenomenon family
+ * (scen.h): its layout, size, magnitudes and timing come from the seed
+ * (-n fixes the size, -i the length).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,12 +30,17 @@ usage(void)
 		"usage: c4scenario [-n ranks] [-l layout] [-i intervals] "
 		"[-s seed]\n"
 		"                  [-f kind[:slowdown[:start]]]... [-d] [-q]\n"
+		"       c4scenario -F family [-n ranks] [-i intervals] "
+		"[-s seed] [-d] [-q]\n"
 		"layouts:");
 	for (int i = 0; i < SCEN_L_COUNT; i++)
 		fprintf(stderr, " %s", scen_layout_name((unsigned)i));
 	fprintf(stderr, "\nfaults:");
 	for (int i = 1; i < SCEN_F_COUNT; i++)
 		fprintf(stderr, " %s", scen_fault_name((unsigned)i));
+	fprintf(stderr, "\nfamilies:");
+	for (int i = 0; i < SCEN_FAM_COUNT; i++)
+		fprintf(stderr, " %s", scen_family_name((unsigned)i));
 	fprintf(stderr, "\n");
 	exit(2);
 }
@@ -81,6 +91,50 @@ print_event(const struct matrix_event *e)
 }
 
 static void
+print_truth(const struct scen_fault *f)
+{
+	printf("truth %s base=%s slowdown=%.2f start=%u host %u gpu %u "
+	       "-> host %u gpu %u mask=%08x ramp=%u spread=%.2f share=%.2f "
+	       "partial=%u%s\n",
+	       scen_fault_name(f->kind), scen_fault_name(f->base), f->slowdown,
+	       f->start, f->host, f->gpu, f->peer_host, f->peer_gpu, f->on_mask,
+	       f->ramp, f->spread, f->share, f->partial,
+	       f->moved_on ? " moved-on" : "");
+}
+
+/* Build episode seed of family; print its truth. NULL on failure. */
+static struct scen *
+family_job(const char *name, uint64_t seed, uint32_t nranks,
+	   unsigned long *nint, int nint_set)
+{
+	struct scen_truth t;
+	struct scen *s;
+	int fam = scen_family_parse(name);
+
+	if (fam < 0)
+		usage();
+	s = scen_family_new((unsigned)fam, seed, nranks, &t);
+	if (s == NULL)
+		return NULL;
+	if (!nint_set)
+		*nint = t.intervals;
+	printf("family %s layout %s ranks %u intervals %lu domain %s%s%s",
+	       scen_family_name(t.family), scen_layout_name(t.layout), t.nranks,
+	       *nint,
+	       t.domain < MATRIX_DOM_COUNT ? matrix_domain_name(t.domain)
+					   : "none",
+	       t.hang ? " hang" : "", t.job_event ? " job-event-ok" : "");
+	if (t.event_len)
+		printf(" stall %u+%u", t.event_start, t.event_len);
+	if (t.nlate)
+		printf(" late %u", t.nlate);
+	printf("\n");
+	if (t.nfaults)
+		print_truth(&t.fault);
+	return s;
+}
+
+static void
 dump(const struct matrix_input *in)
 {
 	size_t i;
@@ -113,11 +167,11 @@ main(int argc, char **argv)
 	const struct matrix_event *ev;
 	size_t nev, k;
 	unsigned long nint = 16;
-	int opt, dumpit = 0, quiet = 0, rc = 1, nf = 0;
-	char *fspec[SCEN_MAX_FAULTS];
+	int opt, dumpit = 0, quiet = 0, rc = 1, nf = 0, nint_set = 0;
+	char *fspec[SCEN_MAX_FAULTS], *family = NULL;
 
 	scen_params_default(&sp);
-	while ((opt = getopt(argc, argv, "n:l:i:s:f:dq")) != -1) {
+	while ((opt = getopt(argc, argv, "n:l:i:s:f:F:dq")) != -1) {
 		switch (opt) {
 		case 'n':
 			sp.nranks = (uint32_t)num(optarg, SCEN_MAX_RANKS);
@@ -129,6 +183,10 @@ main(int argc, char **argv)
 			break;
 		case 'i':
 			nint = num(optarg, C4SCEN_MAX_INTERVALS);
+			nint_set = 1;
+			break;
+		case 'F':
+			family = optarg;
 			break;
 		case 's':
 			sp.seed = num(optarg, ~0ul);
@@ -148,7 +206,13 @@ main(int argc, char **argv)
 			usage();
 		}
 	}
-	s = scen_new(&sp);
+	if (family != NULL && nf > 0)
+		usage();
+	if (family != NULL)
+		s = family_job(family, sp.seed, sp.nranks == 64 ? 0 : sp.nranks,
+			       &nint, nint_set);
+	else
+		s = scen_new(&sp);
 	m = matrix_new(NULL);
 	if (s == NULL || m == NULL || scen_register(s, m) < 0) {
 		fprintf(stderr, "c4scenario: cannot build the job (ranks must "
@@ -165,11 +229,7 @@ main(int argc, char **argv)
 		    scen_add_fault(s, (unsigned)scen_fault_parse(kind), slow,
 				   start, &f) < 0)
 			usage();
-		printf("truth %s base=%s slowdown=%.2f start=%u host %u gpu %u "
-		       "-> host %u gpu %u mask=%08x\n",
-		       scen_fault_name(f.kind), scen_fault_name(f.base),
-		       f.slowdown, f.start, f.host, f.gpu, f.peer_host,
-		       f.peer_gpu, f.on_mask);
+		print_truth(&f);
 	}
 	for (uint32_t iv = 0; iv < nint; iv++) {
 		if (scen_interval(s, iv, &in) < 0)

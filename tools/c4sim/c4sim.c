@@ -48,6 +48,7 @@ struct sim_conf {
 	int64_t ranks;
 	int layout;
 	int fault;
+	int family;
 	double slowdown;
 	int64_t fault_at;
 	int64_t clear_at;
@@ -68,6 +69,13 @@ static const char *const sim_faults[] = {
 	"none",		"slow-conn", "slow-tx",	     "slow-rx",	  "slow-gpu",
 	"intermittent", "comm-hang", "noncomm-hang", "node-lost", NULL};
 
+/* none, then enum scen_family in order; late_reports is not offered: a
+ * late host would send two intervals in one report, not two late ones */
+static const char *const sim_families[] = {
+	"none",	     "heavy_tail",   "drift",	       "backpressure",
+	"host_wide", "host_nics",    "flapping",       "gradual",
+	"job_stall", "partial_hang", "fraction_delay", NULL};
+
 /* Every option can also be given in a scenario file (-F FILE). */
 static const struct cfg_field sim_fields[] = {
 	{"job", CFG_STR, offsetof(struct sim_conf, job), 0, 0, 0, "demo-job",
@@ -82,6 +90,10 @@ static const struct cfg_field sim_fields[] = {
 	 "tp-dp", sim_layouts, "parallelism layout"},
 	{"fault", CFG_ENUM, offsetof(struct sim_conf, fault), 0, 0, 0, "none",
 	 sim_faults, "the injected fault"},
+	{"family", CFG_ENUM, offsetof(struct sim_conf, family), 0, 0, 0, "none",
+	 sim_families,
+	 "a phenomenon family instead of fault (layout and magnitudes from "
+	 "the seed)"},
 	{"slowdown", CFG_DOUBLE, offsetof(struct sim_conf, slowdown), 0, 1.0,
 	 100.0, "3", NULL, "slowdown factor of slow faults"},
 	{"fault_at", CFG_INT, offsetof(struct sim_conf, fault_at), 0, 0,
@@ -714,19 +726,51 @@ sim_truth(const struct sim *m, FILE *fp)
 	const struct scen_fault *f = &m->truth;
 
 	if (m->c.fault == 0) {
-		fprintf(fp, "{\"fault\":\"none\"}\n");
+		fprintf(fp, "{\"fault\":\"none\",\"family\":\"%s\"}\n",
+			sim_families[m->c.family]);
 		return;
 	}
 	fprintf(fp,
-		"{\"fault\":\"%s\",\"effective\":\"%s\",\"slowdown\":%.3f,"
+		"{\"family\":\"%s\",\"fault\":\"%s\",\"effective\":\"%s\","
+		"\"slowdown\":%.3f,"
 		"\"start_interval\":%u,\"clear_interval\":%" PRId64
 		",\"host\":\"%s%02u\",\"gpu\":%u,\"nic\":\"mlx5_%u\","
 		"\"peer_host\":\"%s%02u\",\"peer_gpu\":%u,\"onset_ns\":%" PRIu64
 		"}\n",
-		sim_faults[m->c.fault], scen_fault_name(f->base), f->slowdown,
-		f->start, m->c.clear_at, m->c.host_prefix, f->host, f->gpu,
-		f->gpu, m->c.host_prefix, f->peer_host, f->peer_gpu,
+		sim_families[m->c.family],
+		scen_fault_name((unsigned)m->c.fault), scen_fault_name(f->base),
+		f->slowdown, f->start, m->c.clear_at, m->c.host_prefix, f->host,
+		f->gpu, f->gpu, m->c.host_prefix, f->peer_host, f->peer_gpu,
 		m->onset_ns);
+}
+
+/*
+ * The job is one episode of a phenomenon family (scen_family_new, from
+ * the seed and rank count); its fault, if any, becomes the truth and is
+ * reported as the fault kind it is. 0, or -1 when it cannot be built.
+ */
+static int
+sim_family(struct sim *m)
+{
+	struct scen_truth t;
+	int fam = scen_family_parse(sim_families[m->c.family]);
+
+	m->s = fam < 0 ? NULL
+		       : scen_family_new((unsigned)fam, (uint64_t)m->c.seed,
+					 (uint32_t)m->c.ranks, &t);
+	if (m->s == NULL) {
+		fprintf(stderr,
+			"c4sim: cannot build family %s with %" PRId64
+			" ranks\n",
+			sim_families[m->c.family], m->c.ranks);
+		return -1;
+	}
+	m->c.layout = t.layout;
+	m->c.fault = t.nfaults ? t.fault.kind : 0;
+	m->c.fault_at = t.nfaults ? t.fault.start : 0;
+	m->c.clear_at = 0;
+	m->truth = t.fault;
+	return 0;
 }
 
 /* ---- main -------------------------------------------------------------------
@@ -902,14 +946,17 @@ main(int argc, char **argv)
 	sp.nranks = (uint32_t)m.c.ranks;
 	sp.layout = (uint8_t)m.c.layout;
 	sp.seed = (uint64_t)m.c.seed;
-	m.s = scen_new(&sp);
+	if (m.c.family != 0 && sim_family(&m) < 0)
+		goto out;
+	if (m.s == NULL)
+		m.s = scen_new(&sp);
 	if (m.s == NULL) {
 		fprintf(stderr,
 			"c4sim: cannot build a %s job of %" PRId64 " ranks\n",
 			sim_layouts[m.c.layout], m.c.ranks);
 		goto out;
 	}
-	if (m.c.fault != 0) {
+	if (m.c.fault != 0 && m.c.family == 0) {
 		if (scen_add_fault(m.s, (unsigned)m.c.fault, m.c.slowdown,
 				   (uint32_t)m.c.fault_at, &m.truth) < 0) {
 			fprintf(stderr, "c4sim: cannot place fault %s\n",
@@ -1020,7 +1067,7 @@ main(int argc, char **argv)
 		}
 		if (iv == (uint32_t)m.c.fault_at && m.c.fault != 0)
 			printf("c4sim: interval %u: fault %s begins\n", iv,
-			       sim_faults[m.c.fault]);
+			       scen_fault_name((unsigned)m.c.fault));
 		if (m.c.clear_at > 0 && iv == (uint32_t)m.c.clear_at)
 			printf("c4sim: interval %u: fault cleared\n", iv);
 		fflush(stdout);
