@@ -224,7 +224,6 @@ link_suspect(struct matrix_suspect *s, uint8_t tr, uint32_t peer_host)
 	s->port = 1;
 	s->peer_host = peer_host;
 	s->peer_gpu = 5;
-	s->nic = 0;
 	s->peer_port = 1;
 }
 
@@ -248,18 +247,25 @@ base_event(struct matrix_event *e, uint64_t cid, uint8_t kind)
 	return e;
 }
 
+/* A slow connection over tr to peer_host, to check: one link suspect. */
+static struct matrix_event *
+link_event(struct matrix_event *e, uint64_t cid, uint8_t tr, uint32_t peer_host)
+{
+	base_event(e, cid, MATRIX_EV_COMM_SLOW_LINK);
+	e->domain = MATRIX_DOM_LINK;
+	e->action = MATRIX_ACT_CHECK_LINK;
+	e->nsuspects = 1;
+	link_suspect(&e->suspects[0], tr, peer_host);
+	return e;
+}
+
 START_TEST(test_events_link_net)
 {
 	struct events_fx f;
 	struct matrix_event e;
 
 	efx_init_json(&f);
-	base_event(&e, 1, MATRIX_EV_COMM_SLOW_LINK);
-	e.domain = MATRIX_DOM_LINK;
-	e.action = MATRIX_ACT_CHECK_LINK;
-	e.nsuspects = 1;
-	link_suspect(&e.suspects[0], MATRIX_TR_NET, 1);
-	e.suspects[0].peer_nic = 0; /* mlx5_1 is NIC 0 of node-1 */
+	link_event(&e, 1, MATRIX_TR_NET, 1); /* mlx5_1: NIC 0 of node-1 */
 	events_apply(&f.evs, &e, 5000000000ull);
 	ck_assert_uint_eq(f.js.n, 1);
 	JX_HAS(&f.js, "\"summary\":\"connection node-0 mlx5_0 port 1 -> "
@@ -288,11 +294,7 @@ START_TEST(test_events_nvlink)
 	struct matrix_event e;
 
 	efx_init_json(&f);
-	base_event(&e, 1, MATRIX_EV_COMM_SLOW_LINK);
-	e.domain = MATRIX_DOM_LINK;
-	e.action = MATRIX_ACT_CHECK_LINK;
-	e.nsuspects = 1;
-	link_suspect(&e.suspects[0], MATRIX_TR_NVLINK, 0);
+	link_event(&e, 1, MATRIX_TR_NVLINK, 0);
 	events_apply(&f.evs, &e, 5000000000ull);
 	JX_HAS(&f.js, "\"summary\":\"NVLink connection node-0 GPU 2 -> GPU 5 "
 		      "is slow (2.50x)\"");
