@@ -272,41 +272,75 @@ c4ctl_parse_since(const char *s, uint64_t *out)
 	return 0;
 }
 
+/*
+ * One suspect as "role host/nic rN" (network) or "role host gpuN rN"
+ * (rank roles and intra-host transports), with "->" and the other end
+ * when it names one.
+ */
+static void
+c4ctl_suspect(const C4__Suspect *x, char *buf, size_t len)
+{
+	int n;
+
+	if (x->nic == NULL || strcmp(x->nic, "-") == 0 ||
+	    x->role == C4__SUSPECT_ROLE__SUSPECT_RANK)
+		n = snprintf(buf, len, "%s %s gpu%u r%u",
+			     evjson_role_name(x->role), x->host ? x->host : "?",
+			     x->gpu, x->rank);
+	else
+		n = snprintf(buf, len, "%s %s/%s r%u",
+			     evjson_role_name(x->role), x->host ? x->host : "?",
+			     x->nic, x->rank);
+	if (n < 0 || (size_t)n >= len || x->peer_host == NULL)
+		return;
+	if (x->peer_nic != NULL)
+		snprintf(buf + n, len - (size_t)n, "->%s/%s r%u", x->peer_host,
+			 x->peer_nic, x->peer_rank);
+	else
+		snprintf(buf + n, len - (size_t)n, "->%s gpu%u r%u",
+			 x->peer_host, x->peer_gpu, x->peer_rank);
+}
+
+/* The typed action and its target ("isolate_host node-07"), else the text. */
+static void
+c4ctl_action(const C4__Event *ev, char *buf, size_t len)
+{
+	if (ev->has_action_type && ev->action_type != 0)
+		snprintf(buf, len, "%s%s%s",
+			 evjson_action_name(ev->action_type),
+			 ev->target ? " " : "", ev->target ? ev->target : "");
+	else
+		snprintf(buf, len, "%s", ev->action ? ev->action : "-");
+}
+
 static void
 c4ctl_event_row(const C4__Event *ev)
 {
-	char when[32], sus[CTL_SUSPECTS_MAX + 1] = "";
+	char when[32], sus[CTL_SUSPECTS_MAX + 1] = "", act[600];
 	time_t secs = (time_t)(ev->last_seen_ns / 1000000000u);
 	struct tm tm;
 	size_t n = 0;
 
 	gmtime_r(&secs, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	/* Each suspect as "role host/nic rN" (rank roles: "role host gpuN"). */
 	for (size_t i = 0; i < ev->n_suspects && n < CTL_SUSPECTS_MAX; i++) {
-		const C4__Suspect *x = ev->suspects[i];
-		char one[160];
+		char one[600];
 		int k;
 
-		if (x->role == C4__SUSPECT_ROLE__SUSPECT_RANK ||
-		    x->nic == NULL || strcmp(x->nic, "-") == 0)
-			snprintf(one, sizeof(one), "%s %s gpu%u r%u",
-				 evjson_role_name(x->role),
-				 x->host ? x->host : "?", x->gpu, x->rank);
-		else
-			snprintf(one, sizeof(one), "%s %s/%s r%u",
-				 evjson_role_name(x->role),
-				 x->host ? x->host : "?", x->nic, x->rank);
+		c4ctl_suspect(ev->suspects[i], one, sizeof(one));
 		k = snprintf(sus + n, sizeof(sus) - n, "%s%s", i ? ", " : "",
 			     one);
 		if (k > 0)
 			n = n + (size_t)k < sizeof(sus) ? n + (size_t)k
 							: sizeof(sus) - 1;
 	}
-	printf("%-20s  %-24s  %-8s  %-19s  %-24s  %s\n", when,
+	c4ctl_action(ev, act, sizeof(act));
+	printf("%-20s  %-24s  %-8s  %-19s  %-8s  %-24s  %s\n", when,
 	       ev->id ? ev->id : "", evjson_state_name(ev->state),
-	       evjson_kind_name(ev->kind), sus[0] ? sus : "-",
-	       ev->action ? ev->action : "-");
+	       evjson_kind_name(ev->kind),
+	       ev->has_domain && ev->domain ? evjson_domain_name(ev->domain)
+					    : "-",
+	       sus[0] ? sus : "-", act);
 }
 
 /*
@@ -373,8 +407,9 @@ c4ctl_events(struct ctl *c, int argc, char **argv)
 		}
 		r = env->admin_reply;
 		if (header) {
-			printf("%-20s  %-24s  %-8s  %-19s  %-24s  %s\n", "TIME",
-			       "ID", "STATE", "KIND", "SUSPECTS", "ACTION");
+			printf("%-20s  %-24s  %-8s  %-19s  %-8s  %-24s  %s\n",
+			       "TIME", "ID", "STATE", "KIND", "DOMAIN",
+			       "SUSPECTS", "ACTION");
 			header = 0;
 		}
 		for (size_t i = 0; i < r->n_events; i++) {

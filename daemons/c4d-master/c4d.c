@@ -221,6 +221,27 @@ c4d_publish(struct c4d *m, const C4__Event *in)
 	return 0;
 }
 
+/*
+ * An open event's evidence went on in last_interval, seen at last_seen_ns:
+ * the list and the store's row take both, without a transition (no
+ * revision, no history, nothing for webhooks; the list's order stays).
+ */
+int
+c4d_touch(struct c4d *m, const char *id, uint64_t last_interval,
+	  uint64_t last_seen_ns)
+{
+	struct c4d_entry *e = c4d_lookup(m, id);
+
+	if (e == NULL || e->ev->state == C4__EVENT_STATE__EVENT_RESOLVED ||
+	    last_interval <= e->ev->last_interval)
+		return 0;
+	e->ev->has_last_interval = e->ev->has_last_seen_ns = 1;
+	e->ev->last_interval = last_interval;
+	if (last_seen_ns > e->ev->last_seen_ns)
+		e->ev->last_seen_ns = last_seen_ns;
+	return store_touch_event(m->store, e->ev);
+}
+
 const C4__Event *
 c4d_find(const struct c4d *m, const char *id)
 {

@@ -33,6 +33,11 @@ struct events_entry {
 	uint64_t first_seen_ns;
 	uint64_t adopted_at; /* data tick of adoption; 0 if not adopted */
 	C4__EventKind kind;
+	uint64_t last_interval; /* the newest with evidence, as published */
+	/* What the last transition said, for a resolution without the engine */
+	C4__EventDomain domain;
+	C4__Action action_type;
+	char *target; /* owned; NULL: none */
 };
 
 struct events {
@@ -40,6 +45,11 @@ struct events {
 	const struct hosts *hosts; /* borrowed: suspects' names */
 	struct ingest_stats *st;   /* borrowed: event counters kept here */
 	ingest_publish_fn publish;
+	/*
+	 * Called with publish's arg when an open event's evidence goes on
+	 * without a transition (events_seen()); NULL: nobody is told.
+	 */
+	ingest_touch_fn touch;
 	void *arg;
 	struct events_entry *v;
 	size_t n, cap;
@@ -73,11 +83,26 @@ void events_expire(struct events *evs, uint64_t data_ticks, uint64_t tick,
 
 /*
  * Adopts ev, open when the master last stopped, at data tick data_ticks:
- * keeps its id, revision, first sighting and kind (copied; ev is only
- * read).  Publishes nothing.  Returns 0, or -1 for an id this pipeline did
- * not make, one adopted already, or no memory.
+ * keeps its id, revision, first sighting, kind, last interval, domain,
+ * typed action and target (copied; ev is only read).  Publishes nothing.
+ * Returns 0, or -1 for an id this pipeline did not make, one adopted already,
+ * or no memory.
  */
 int events_adopt(struct events *evs, const C4__Event *ev, uint64_t data_ticks);
+
+/*
+ * Notes that the open engine event e still has evidence: when its
+ * last_interval is newer than the one published or last noted, evs->touch
+ * is called with the public id, that interval and now_ns.  Publishes no
+ * transition (the engine emits UPDATED when the event changes); unknown
+ * events are ignored.
+ */
+void events_seen(struct events *evs, const struct matrix_event *e,
+		 uint64_t now_ns);
+
+/* events_seen() for every event the engine m holds open now. */
+void events_refresh(struct events *evs, const struct matrix *m,
+		    uint64_t now_ns);
 
 /*
  * The communicator of the newest communication event opened, while any

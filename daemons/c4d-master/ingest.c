@@ -71,6 +71,12 @@ ingest_new(const char *job, const struct ingest_params *p,
 }
 
 void
+ingest_set_touch(struct ingest *g, ingest_touch_fn touch)
+{
+	g->events.touch = touch;
+}
+
+void
 ingest_free(struct ingest *g)
 {
 	if (g == NULL)
@@ -171,6 +177,7 @@ ingest_analyze(struct ingest *g, size_t nheard, uint64_t now_ns)
 	}
 	for (size_t i = 0; i < nev; i++)
 		events_apply(&g->events, &ev[i], now_ns);
+	events_refresh(&g->events, g->m, now_ns);
 }
 
 int

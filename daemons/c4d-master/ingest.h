@@ -67,6 +67,13 @@ struct ingest_stats {
 
 /* Receives each event transition; ev is valid during the call only. */
 typedef void (*ingest_publish_fn)(void *arg, const C4__Event *ev);
+/*
+ * Receives, once per interval at most, that the open event id still had
+ * evidence in interval last_interval, seen at last_seen_ns: no transition,
+ * nothing for webhooks.
+ */
+typedef void (*ingest_touch_fn)(void *arg, const char *id,
+				uint64_t last_interval, uint64_t last_seen_ns);
 
 struct ingest;
 
@@ -78,6 +85,12 @@ struct ingest;
  */
 struct ingest *ingest_new(const char *job, const struct ingest_params *p,
 			  ingest_publish_fn publish, void *arg);
+
+/*
+ * From the next interval on, touch(arg, ...) with publish's arg learns of
+ * the open events whose evidence goes on (NULL: nobody does).
+ */
+void ingest_set_touch(struct ingest *g, ingest_touch_fn touch);
 
 /* Frees g and all it holds, publishing nothing; g may be NULL. */
 void ingest_free(struct ingest *g);

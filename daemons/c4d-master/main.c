@@ -222,6 +222,17 @@ c4d_publish_cb(void *arg, const C4__Event *ev)
 		log_warnx("event %s: not published", ev->id);
 }
 
+/* An open event's evidence goes on: last_seen, not a transition. */
+static void
+c4d_touch_cb(void *arg, const char *id, uint64_t last_interval,
+	     uint64_t last_seen_ns)
+{
+	struct c4d_main *cm = arg;
+
+	if (c4d_touch(cm->m, id, last_interval, last_seen_ns) < 0)
+		log_warnx("event %s: last seen not stored", id);
+}
+
 static void
 c4d_adopt_cb(const C4__Event *ev, void *arg)
 {
@@ -276,6 +287,7 @@ c4d_start(struct dmn *d)
 	cm->tick = event_new(d->base, -1, 0, c4d_tick_cb, cm);
 	if (cm->ingest == NULL || cm->tick == NULL)
 		return -1;
+	ingest_set_touch(cm->ingest, c4d_touch_cb);
 	/* Events open at the last stop continue under their ids. */
 	c4d_each_open(cm->m, c4d_adopt_cb, cm);
 	cm->interval_ms = (uint32_t)c->detection.interval;

@@ -31,7 +31,7 @@
 #define C4D_EVENTS_REPLY_MAX   1000	      /* events per ADMIN_EVENTS */
 #define C4D_EVENTS_REPLY_BYTES (1024u * 1024) /* under FRAME_MAX_DEFAULT */
 #define C4D_WEBHOOKS_MAX       16
-#define STORE_SCHEMA_VERSION   1
+#define STORE_SCHEMA_VERSION   2
 #define STORE_QUEUE_MAX	       100000 /* jobs not committed yet */
 #define STORE_STALL_MS	       10000  /* oldest job: unhealthy above */
 #define STORE_RETRY_MS	       100    /* first wait after a failed write */
@@ -136,6 +136,13 @@ int store_open(struct store **out, struct event_base *base, const char *path,
 int store_put_event(struct store *st, const C4__Event *ev, uint64_t at_ns,
 		    const char *const *webhooks, size_t nwebhooks,
 		    const char *payload, size_t len);
+/*
+ * Queues a refresh of the stored open event ev (copied): its
+ * last_interval, last_seen_ns and stored form, for the row of the same id
+ * and revision only.  No history or outbox row: it is not a transition.
+ * Returns 0 once queued, or -1 when it cannot be.
+ */
+int store_touch_event(struct store *st, const C4__Event *ev);
 /*
  * Queues a read of webhook's oldest undelivered outbox row; cb runs on the
  * loop with it, unless store_forget(st, arg) comes first.  webhook is
@@ -250,6 +257,14 @@ int c4d_open(struct c4d **out, struct event_base *base,
  * event or when it could not be queued.  c4d.c gives the details.
  */
 int c4d_publish(struct c4d *m, const C4__Event *ev);
+/*
+ * Notes that the open event id still had evidence in last_interval, seen
+ * at last_seen_ns: the event list and the store keep both; no revision,
+ * no webhook delivery.  Unknown, resolved and older news change nothing.
+ * Returns 0, or -1 when the store could not queue it (the list has it).
+ */
+int c4d_touch(struct c4d *m, const char *id, uint64_t last_interval,
+	      uint64_t last_seen_ns);
 /* Answers ADMIN_EVENTS into r (owned by m until c4d_reply_free). */
 void c4d_reply_events(struct c4d *m, const C4__AdminRequest *q,
 		      C4__AdminReply *r);

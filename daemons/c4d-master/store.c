@@ -32,6 +32,7 @@
 
 enum store_op {
 	STORE_PUT,
+	STORE_TOUCH, /* last_interval and last_seen of an open event */
 	STORE_NEXT,
 	STORE_FAILED,
 	STORE_DELIVERED,
@@ -47,6 +48,8 @@ struct store_job {
 	uint64_t revision, at_ns;
 	int kind_ev, state;
 	uint64_t first_interval, last_interval, first_seen, last_seen;
+	int has_domain, domain, has_action, action_type;
+	char *target; /* NULL: none */
 	uint8_t *packed;
 	size_t packed_len;
 	char **webhooks;
@@ -84,11 +87,16 @@ static const char store_sql_get_rev[] =
 static const char store_sql_upsert[] =
 	"INSERT INTO events (id, kind, state, revision,"
 	" first_interval, last_interval, first_seen_ns,"
-	" last_seen_ns, updated_ns, event) VALUES (?1, ?2, ?3, ?4,"
-	" ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (id) DO UPDATE SET"
+	" last_seen_ns, updated_ns, event, domain, action_type, target)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+	" ON CONFLICT (id) DO UPDATE SET"
 	" kind = ?2, state = ?3, revision = ?4, first_interval ="
 	" ?5, last_interval = ?6, first_seen_ns = ?7,"
-	" last_seen_ns = ?8, updated_ns = ?9, event = ?10";
+	" last_seen_ns = ?8, updated_ns = ?9, event = ?10, domain = ?11,"
+	" action_type = ?12, target = ?13";
+static const char store_sql_touch[] =
+	"UPDATE events SET last_interval = ?2, last_seen_ns = ?3,"
+	" event = ?4 WHERE id = ?1 AND revision = ?5 AND state != 3";
 static const char store_sql_history[] =
 	"INSERT INTO event_history (id, revision, state,"
 	" at_ns, event) VALUES (?1, ?2, ?3, ?4, ?5)";
@@ -112,13 +120,18 @@ static const char store_sql_delivered[] =
 	" attempts + 1 WHERE seq = ?2 AND delivered_ns IS"
 	" NULL";
 
-/* The schema of version STORE_SCHEMA_VERSION, one script. */
+/*
+ * The schema of version STORE_SCHEMA_VERSION, one script.  domain and
+ * action_type hold the c4.EventDomain and c4.Action numbers (NULL: not
+ * said, as in rows written by version 1), target the action's target.
+ */
 static const char store_schema_sql[] =
 	"CREATE TABLE events ("
 	" id TEXT PRIMARY KEY, kind INTEGER NOT NULL, state INTEGER NOT NULL,"
 	" revision INTEGER NOT NULL, first_interval INTEGER,"
 	" last_interval INTEGER, first_seen_ns INTEGER, last_seen_ns INTEGER,"
-	" updated_ns INTEGER NOT NULL, event BLOB NOT NULL);"
+	" updated_ns INTEGER NOT NULL, event BLOB NOT NULL,"
+	" domain INTEGER, action_type INTEGER, target TEXT);"
 	"CREATE TABLE event_history ("
 	" id TEXT NOT NULL, revision INTEGER NOT NULL,"
 	" state INTEGER NOT NULL, at_ns INTEGER NOT NULL,"
@@ -134,6 +147,16 @@ static const char store_schema_sql[] =
 	" WHERE delivered_ns IS NULL;"
 	"CREATE INDEX events_state ON events (state, updated_ns);";
 
+/*
+ * From version 1: the event columns a controller filters on.  Old rows
+ * keep NULL there; their stored events decode as before.
+ */
+static const char store_migrate_1_sql[] =
+	"ALTER TABLE events ADD COLUMN domain INTEGER;"
+	"ALTER TABLE events ADD COLUMN action_type INTEGER;"
+	"ALTER TABLE events ADD COLUMN target TEXT;";
+_Static_assert(STORE_SCHEMA_VERSION == 2, "store_check_schema() sets 2");
+
 static void
 store_job_free(struct sqlq_op *op)
 {
@@ -142,6 +165,7 @@ store_job_free(struct sqlq_op *op)
 	if (j == NULL)
 		return;
 	free(j->id);
+	free(j->target);
 	free(j->packed);
 	for (size_t i = 0; i < j->nwebhooks; i++)
 		free(j->webhooks[i]);
@@ -194,6 +218,18 @@ store_do_put(struct sqlq *q, struct store_job *j)
 	sqlite3_bind_int64(s, 8, (sqlite3_int64)j->last_seen);
 	sqlite3_bind_int64(s, 9, (sqlite3_int64)j->at_ns);
 	sqlite3_bind_blob(s, 10, j->packed, (int)j->packed_len, SQLITE_STATIC);
+	if (j->has_domain)
+		sqlite3_bind_int(s, 11, j->domain);
+	else
+		sqlite3_bind_null(s, 11);
+	if (j->has_action)
+		sqlite3_bind_int(s, 12, j->action_type);
+	else
+		sqlite3_bind_null(s, 12);
+	if (j->target != NULL)
+		sqlite3_bind_text(s, 13, j->target, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 13);
 	step = sqlite3_step(s);
 	sqlite3_reset(s);
 	if (step != SQLITE_DONE)
@@ -228,6 +264,25 @@ store_do_put(struct sqlq *q, struct store_job *j)
 			return -1;
 	}
 	return 0;
+}
+
+/* Refreshes an open event's row: a newer revision or a resolution wins. */
+static int
+store_do_touch(struct sqlq *q, struct store_job *j)
+{
+	sqlite3_stmt *s = sqlq_stmt(q, store_sql_touch);
+	int step;
+
+	if (s == NULL)
+		return -1;
+	sqlite3_bind_text(s, 1, j->id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)j->last_interval);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)j->last_seen);
+	sqlite3_bind_blob(s, 4, j->packed, (int)j->packed_len, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 5, (sqlite3_int64)j->revision);
+	step = sqlite3_step(s);
+	sqlite3_reset(s);
+	return step == SQLITE_DONE ? 0 : -1;
 }
 
 /* Reads the oldest undelivered row; a failure is j->rc, not the queue's. */
@@ -332,6 +387,8 @@ store_run(struct sqlq *q, struct sqlq_op *op)
 	switch (j->kind) {
 	case STORE_PUT:
 		return store_do_put(q, j);
+	case STORE_TOUCH:
+		return store_do_touch(q, j);
 	case STORE_NEXT:
 		store_do_next(q, j);
 		return 0;
@@ -361,6 +418,7 @@ store_done(struct sqlq_op *op)
 		st->stats.delivered++;
 		st->read_failed = 0;
 		break;
+	case STORE_TOUCH:
 	case STORE_FAILED:
 		st->read_failed = 0;
 		break;
@@ -406,6 +464,36 @@ store_queue(struct store *st, struct store_job *j)
 	return 0;
 }
 
+/* Copies ev's id, revision, intervals and packed form into j: 0 or -1. */
+static int
+store_job_event(struct store_job *j, const C4__Event *ev)
+{
+	j->id = strdup(ev->id ? ev->id : "");
+	j->revision = ev->revision;
+	j->last_interval = ev->last_interval;
+	j->last_seen = ev->last_seen_ns;
+	j->packed_len = c4__event__get_packed_size(ev);
+	j->packed = malloc(j->packed_len ? j->packed_len : 1);
+	if (j->id == NULL || j->packed == NULL)
+		return -1;
+	c4__event__pack(ev, j->packed);
+	return 0;
+}
+
+int
+store_touch_event(struct store *st, const C4__Event *ev)
+{
+	struct store_job *j = store_job_new(st, STORE_TOUCH);
+
+	if (j == NULL)
+		return -1;
+	if (store_job_event(j, ev) < 0) {
+		store_job_free(&j->op);
+		return -1;
+	}
+	return store_queue(st, j);
+}
+
 /*
  * Queues the transition ev (copied: the caller keeps ownership) with one
  * outbox row per named webhook carrying payload.  ev must have an id and
@@ -421,24 +509,22 @@ store_put_event(struct store *st, const C4__Event *ev, uint64_t at_ns,
 
 	if (j == NULL)
 		return -1;
-	j->id = strdup(ev->id ? ev->id : "");
-	j->revision = ev->revision;
 	j->at_ns = at_ns;
 	j->kind_ev = ev->kind;
 	j->state = ev->state;
 	j->first_interval = ev->first_interval;
-	j->last_interval = ev->last_interval;
 	j->first_seen = ev->first_seen_ns;
-	j->last_seen = ev->last_seen_ns;
-	j->packed_len = c4__event__get_packed_size(ev);
-	j->packed = malloc(j->packed_len ? j->packed_len : 1);
+	j->has_domain = ev->has_domain;
+	j->domain = ev->domain;
+	j->has_action = ev->has_action_type;
+	j->action_type = ev->action_type;
 	j->payload = malloc(len + 1);
 	j->len = len;
 	j->webhooks = calloc(nwebhooks ? nwebhooks : 1, sizeof(char *));
-	if (j->id == NULL || j->packed == NULL || j->payload == NULL ||
-	    j->webhooks == NULL)
+	if (store_job_event(j, ev) < 0 || j->payload == NULL ||
+	    j->webhooks == NULL ||
+	    (ev->target != NULL && (j->target = strdup(ev->target)) == NULL))
 		goto fail;
-	c4__event__pack(ev, j->packed);
 	memcpy(j->payload, payload, len);
 	j->payload[len] = '\0';
 	for (size_t i = 0; i < nwebhooks; i++) {
@@ -566,23 +652,24 @@ store_check_schema(sqlite3 *db, struct sqlq *q, char *err, size_t errlen)
 	sqlite3_finalize(s);
 	if (version == STORE_SCHEMA_VERSION)
 		return 0;
-	if (version != 0) {
+	if (version != 0 && version != 1) {
 		snprintf(err, errlen,
 			 "schema version %d is not %d (written by another "
 			 "version of c4d-master?)",
 			 version, STORE_SCHEMA_VERSION);
 		return -1;
 	}
-	if (sqlq_exec(q, "BEGIN IMMEDIATE") < 0)
+	/* a new database, or one of version 1 to migrate in place */
+	if (sqlq_exec(q, "BEGIN IMMEDIATE") < 0 ||
+	    sqlq_exec(q, version == 0 ? store_schema_sql
+				      : store_migrate_1_sql) < 0)
 		goto fail;
-	if (sqlq_exec(q, store_schema_sql) < 0)
-		goto fail;
-	if (sqlq_exec(q, "PRAGMA user_version = 1") < 0 ||
+	if (sqlq_exec(q, "PRAGMA user_version = 2") < 0 ||
 	    sqlq_exec(q, "COMMIT") < 0)
 		goto fail;
 	return 0;
 fail:
-	snprintf(err, errlen, "cannot create the schema: %s",
+	snprintf(err, errlen, "cannot create or migrate the schema: %s",
 		 sqlite3_errmsg(db));
 	if (!sqlite3_get_autocommit(db))
 		sqlq_exec(q, "ROLLBACK");
@@ -638,7 +725,7 @@ store_prepare(struct sqlq *q)
 	static const char *const all[] = {
 		store_sql_get_rev, store_sql_upsert,	store_sql_history,
 		store_sql_outbox,  store_sql_next,	store_sql_count,
-		store_sql_failed,  store_sql_delivered,
+		store_sql_failed,  store_sql_delivered, store_sql_touch,
 	};
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)

@@ -9,14 +9,28 @@
 #include "evjson.h"
 
 static const char *const evjson_kinds[] = {
-	"unspecified",	"comm_slow_conn",      "comm_slow_tx",
-	"comm_slow_rx", "comm_slow_ambiguous", "noncomm_slow",
-	"comm_hang",	"noncomm_hang",	       "node_lost",
+	"unspecified",	       "comm_slow_conn", "comm_slow_tx", "comm_slow_rx",
+	"comm_slow_ambiguous", "noncomm_slow",	 "comm_hang",	 "noncomm_hang",
+	"node_lost",	       "host_slow",	 "job_stall",
 };
 static const char *const evjson_states[] = {"unspecified", "open", "updated",
 					    "resolved"};
 static const char *const evjson_roles[] = {"unspecified", "rank", "tx",
 					   "rx",	  "link", "host"};
+static const char *const evjson_domains[] = {
+	"unspecified", "link", "nic_port", "nic", "gpu", "host", "job",
+};
+static const char *const evjson_actions[] = {
+	"unspecified", "observe",    "isolate_host",
+	"isolate_nic", "check_link", "check_job",
+};
+static const char *const evjson_bases[] = {
+	"unspecified", "median",   "tail",	"kernel",
+	"wait",	       "progress", "heartbeat",
+};
+static const char *const evjson_transports[] = {
+	"unspecified", "nvlink", "pcie", "shm", "net",
+};
 
 #define EVJSON_NAME(tab, v)                                                    \
 	((v) >= 0 && (size_t)(v) < sizeof(tab) / sizeof((tab)[0]) ? (tab)[(v)] \
@@ -38,6 +52,39 @@ const char *
 evjson_role_name(int role)
 {
 	return EVJSON_NAME(evjson_roles, role);
+}
+
+const char *
+evjson_domain_name(int domain)
+{
+	return EVJSON_NAME(evjson_domains, domain);
+}
+
+const char *
+evjson_action_name(int action)
+{
+	return EVJSON_NAME(evjson_actions, action);
+}
+
+const char *
+evjson_basis_name(int basis)
+{
+	return EVJSON_NAME(evjson_bases, basis);
+}
+
+const char *
+evjson_transport_name(int transport)
+{
+	return EVJSON_NAME(evjson_transports, transport);
+}
+
+/* A name, or null for a field that is absent or unspecified (0). */
+static void
+evjson_enum(struct json *j, const char *key, int has, int v,
+	    const char *(*name)(int))
+{
+	json_key(j, key);
+	json_str(j, has && v != 0 ? name(v) : NULL);
 }
 
 static void
@@ -70,6 +117,26 @@ evjson_suspect(struct json *j, const C4__Suspect *s)
 		json_key(j, "peer_rank");
 		json_u64(j, s->peer_rank);
 	}
+	if (s->peer_host != NULL) {
+		json_key(j, "peer_host");
+		json_str(j, s->peer_host);
+	}
+	if (s->has_peer_gpu) {
+		json_key(j, "peer_gpu");
+		json_u64(j, s->peer_gpu);
+	}
+	if (s->peer_nic != NULL) {
+		json_key(j, "peer_nic");
+		json_str(j, s->peer_nic);
+	}
+	if (s->has_peer_nic_port) {
+		json_key(j, "peer_nic_port");
+		json_u64(j, s->peer_nic_port);
+	}
+	if (s->has_transport && s->transport != 0) {
+		json_key(j, "transport");
+		json_str(j, evjson_transport_name(s->transport));
+	}
 	json_obj_end(j);
 }
 
@@ -90,10 +157,42 @@ evjson_cell(struct json *j, const C4__EvidenceCell *c)
 	json_obj_end(j);
 }
 
+/* Every member always present, as at the top level; null when absent. */
+static void
+evjson_evidence(struct json *j, const C4__Evidence *e)
+{
+	json_key(j, "evidence");
+	if (e == NULL) {
+		json_str(j, NULL);
+		return;
+	}
+	json_obj_begin(j);
+	evjson_enum(j, "basis", e->has_basis, e->basis, evjson_basis_name);
+	json_key(j, "z_open");
+	json_double(j, e->z_open);
+	json_key(j, "slowdown_open");
+	json_double(j, e->slowdown_open);
+	json_key(j, "hot_intervals");
+	json_u64(j, e->hot_intervals);
+	json_key(j, "window");
+	json_u64(j, e->window);
+	json_key(j, "member_gpus");
+	json_arr_begin(j);
+	for (size_t i = 0; i < e->n_member_gpus; i++)
+		json_u64(j, e->member_gpus[i]);
+	json_arr_end(j);
+	json_key(j, "members");
+	json_u64(j, e->members);
+	json_key(j, "hosts_blamed");
+	json_u64(j, e->hosts_blamed);
+	json_obj_end(j);
+}
+
 /*
- * Every top-level member is always present (null for an absent string, 0
- * for an absent number) so consumers need no existence checks; suspect
- * members other than role appear only when the detector set them.
+ * Every top-level member is always present (null for an absent string,
+ * enum or evidence, 0 for an absent number) so consumers need no existence
+ * checks; suspect members other than role appear only when the detector
+ * set them.
  */
 void
 evjson_write(struct json *j, const C4__Event *ev)
@@ -117,6 +216,12 @@ evjson_write(struct json *j, const C4__Event *ev)
 	json_str(j, ev->summary);
 	json_key(j, "action");
 	json_str(j, ev->action);
+	evjson_enum(j, "domain", ev->has_domain, ev->domain,
+		    evjson_domain_name);
+	evjson_enum(j, "action_type", ev->has_action_type, ev->action_type,
+		    evjson_action_name);
+	json_key(j, "target");
+	json_str(j, ev->target);
 	json_key(j, "confidence");
 	json_double(j, ev->confidence);
 	json_key(j, "slowdown");
@@ -143,6 +248,7 @@ evjson_write(struct json *j, const C4__Event *ev)
 	for (size_t i = 0; i < ev->n_cells; i++)
 		evjson_cell(j, ev->cells[i]);
 	json_arr_end(j);
+	evjson_evidence(j, ev->evidence);
 	json_obj_end(j);
 }
 

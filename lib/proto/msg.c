@@ -13,6 +13,10 @@
 #define SERVER	 (R(MASTER) | R(AGENT))
 #define REPORTER (R(AGENT) | R(CCL_CLIENT))
 
+/* Limits on an event's lists (the engine sends far fewer). */
+#define MSG_EVENT_SUSPECTS_MAX 64u  /* suspects of one event */
+#define MSG_EVIDENCE_GPUS_MAX  256u /* member GPUs of its evidence */
+
 typedef int (*msg_check_fn)(const void *body, struct msg_err *err);
 
 struct msg_type_info {
@@ -270,6 +274,57 @@ msg_check_telemetry(const void *body, struct msg_err *err)
 	return 0;
 }
 
+/* An enum field: absent is fine; present, it is one of 0..max. */
+static int
+msg_enum(int has, int v, int max, const char *what, struct msg_err *err)
+{
+	if (has && (v < 0 || v > max))
+		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
+				"%s %d is not one of 0..%d", what, v, max);
+	return 0;
+}
+
+static int
+msg_check_suspect(const C4__Suspect *s, size_t i, struct msg_err *err)
+{
+	char what[64];
+
+	snprintf(what, sizeof(what), "event.suspects[%zu]", i);
+	if (msg_enum(s->has_role, s->role, C4__SUSPECT_ROLE__SUSPECT_HOST,
+		     "suspect role", err) < 0 ||
+	    msg_enum(s->has_transport, s->transport,
+		     C4__TRANSPORT_CLASS__TRANSPORT_NET, "suspect transport",
+		     err) < 0 ||
+	    msg_str(s->host, MSG_ID_MAX, 0, what, err) < 0 ||
+	    msg_str(s->nic, MSG_ID_MAX, 0, what, err) < 0 ||
+	    msg_str(s->peer_host, MSG_ID_MAX, 0, what, err) < 0 ||
+	    msg_str(s->peer_nic, MSG_ID_MAX, 0, what, err) < 0)
+		return -1;
+	return 0;
+}
+
+static int
+msg_check_evidence(const C4__Evidence *e, struct msg_err *err)
+{
+	if (e == NULL)
+		return 0;
+	if (msg_enum(e->has_basis, e->basis,
+		     C4__EVIDENCE_BASIS__BASIS_HEARTBEAT, "evidence basis",
+		     err) < 0)
+		return -1;
+	if (e->n_member_gpus > MSG_EVIDENCE_GPUS_MAX)
+		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
+				"event.evidence: %zu member GPUs, at most %u",
+				e->n_member_gpus, MSG_EVIDENCE_GPUS_MAX);
+	if (e->has_hot_intervals && e->has_window && e->window > 0 &&
+	    e->hot_intervals > e->window)
+		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
+				"event.evidence: %u hot intervals in a window "
+				"of %u",
+				e->hot_intervals, e->window);
+	return 0;
+}
+
 static int
 msg_check_event(const void *body, struct msg_err *err)
 {
@@ -278,11 +333,30 @@ msg_check_event(const void *body, struct msg_err *err)
 	if (msg_str(m->id, MSG_ID_MAX, 1, "event.id", err) < 0 ||
 	    msg_str(m->job_id, MSG_ID_MAX, 0, "event.job_id", err) < 0 ||
 	    msg_str(m->summary, MSG_TEXT_MAX, 0, "event.summary", err) < 0 ||
-	    msg_str(m->action, MSG_TEXT_MAX, 0, "event.action", err) < 0)
+	    msg_str(m->action, MSG_TEXT_MAX, 0, "event.action", err) < 0 ||
+	    msg_str(m->target, MSG_TEXT_MAX, 0, "event.target", err) < 0)
 		return -1;
 	if (!m->has_kind || m->kind == C4__EVENT_KIND__EVENT_UNSPECIFIED)
 		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
 				"event: kind is required");
+	if (msg_enum(1, m->kind, C4__EVENT_KIND__EVENT_JOB_STALL, "event kind",
+		     err) < 0 ||
+	    msg_enum(m->has_state, m->state, C4__EVENT_STATE__EVENT_RESOLVED,
+		     "event state", err) < 0 ||
+	    msg_enum(m->has_domain, m->domain, C4__EVENT_DOMAIN__DOMAIN_JOB,
+		     "event domain", err) < 0 ||
+	    msg_enum(m->has_action_type, m->action_type,
+		     C4__ACTION__ACTION_CHECK_JOB, "event action_type",
+		     err) < 0 ||
+	    msg_check_evidence(m->evidence, err) < 0)
+		return -1;
+	if (m->n_suspects > MSG_EVENT_SUSPECTS_MAX)
+		return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
+				"event: %zu suspects, at most %u",
+				m->n_suspects, MSG_EVENT_SUSPECTS_MAX);
+	for (size_t i = 0; i < m->n_suspects; i++)
+		if (msg_check_suspect(m->suspects[i], i, err) < 0)
+			return -1;
 	return 0;
 }
 

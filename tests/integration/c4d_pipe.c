@@ -7,8 +7,9 @@
  *	quit
  *
  * It prints "ready HTTPADDR" once running and "ok" or "error" after each
- * command.  This is a test program: the daemon itself has no way for a
- * client to inject events.
+ * command.  Every event carries the same verdict (pipe_verdict()).  This
+ * is a test program: the daemon itself has no way for a client to inject
+ * events.
  */
 #define LOG_SUBSYS "pipe"
 
@@ -39,11 +40,61 @@ pipe_enum(const char *s, const char *(*name)(int), int max)
 	return -1;
 }
 
+/*
+ * What every published event says beyond its command line: a host domain
+ * with isolate_host node-07, its evidence, and two suspects, the second a
+ * link node-07/mlx5_7 -> node-08/mlx5_8 naming both ends.
+ */
+static void
+pipe_verdict(C4__Event *ev, C4__Suspect **sv, C4__Evidence *evd)
+{
+	static uint32_t gpus[2] = {3, 7};
+
+	ev->action = (char *)"isolate host node-07";
+	ev->has_domain = ev->has_action_type = 1;
+	ev->domain = C4__EVENT_DOMAIN__DOMAIN_HOST;
+	ev->action_type = C4__ACTION__ACTION_ISOLATE_HOST;
+	ev->target = (char *)"node-07";
+	ev->has_confidence = 1;
+	ev->confidence = 0.75;
+	evd->has_basis = evd->has_z_open = evd->has_slowdown_open = 1;
+	evd->has_hot_intervals = evd->has_window = evd->has_members = 1;
+	evd->basis = C4__EVIDENCE_BASIS__BASIS_KERNEL;
+	evd->z_open = 7.5;
+	evd->slowdown_open = 1.5;
+	evd->hot_intervals = 3;
+	evd->window = 4;
+	evd->n_member_gpus = 2;
+	evd->member_gpus = gpus;
+	evd->members = 2;
+	ev->evidence = evd;
+	sv[0]->has_role = 1;
+	sv[0]->role = C4__SUSPECT_ROLE__SUSPECT_RX;
+	sv[0]->has_rank = 1;
+	sv[0]->rank = 7;
+	sv[0]->host = (char *)"node-07";
+	sv[1]->has_role = sv[1]->has_rank = sv[1]->has_peer_rank = 1;
+	sv[1]->role = C4__SUSPECT_ROLE__SUSPECT_LINK;
+	sv[1]->rank = 7;
+	sv[1]->peer_rank = 8;
+	sv[1]->host = (char *)"node-07";
+	sv[1]->nic = (char *)"mlx5_7";
+	sv[1]->peer_host = (char *)"node-08";
+	sv[1]->peer_nic = (char *)"mlx5_8";
+	sv[1]->has_peer_gpu = sv[1]->has_transport = 1;
+	sv[1]->peer_gpu = 0;
+	sv[1]->transport = C4__TRANSPORT_CLASS__TRANSPORT_NET;
+	ev->n_suspects = 2;
+	ev->suspects = sv;
+}
+
 static void
 pipe_command(struct pipe_state *p, char *line)
 {
 	C4__Event ev = C4__EVENT__INIT;
-	C4__Suspect sus = C4__SUSPECT__INIT, *sv[1] = {&sus};
+	C4__Suspect s0 = C4__SUSPECT__INIT, s1 = C4__SUSPECT__INIT;
+	C4__Suspect *sv[2] = {&s0, &s1};
+	C4__Evidence evd = C4__EVIDENCE__INIT;
 	char *save = NULL, *cmd, *id, *state, *kind, *summary;
 
 	cmd = strtok_r(line, " ", &save);
@@ -66,16 +117,11 @@ pipe_command(struct pipe_state *p, char *line)
 	ev.has_state = 1;
 	ev.state = pipe_enum(state, evjson_state_name, 3);
 	ev.has_kind = 1;
-	ev.kind = kind ? pipe_enum(kind, evjson_kind_name, 8) : 3;
+	ev.kind = kind ? pipe_enum(kind, evjson_kind_name,
+				   C4__EVENT_KIND__EVENT_JOB_STALL)
+		       : 3;
 	ev.summary = summary;
-	ev.action = (char *)"isolate host node-07";
-	sus.has_role = 1;
-	sus.role = C4__SUSPECT_ROLE__SUSPECT_RX;
-	sus.has_rank = 1;
-	sus.rank = 7;
-	sus.host = (char *)"node-07";
-	ev.n_suspects = 1;
-	ev.suspects = sv;
+	pipe_verdict(&ev, sv, &evd);
 	printf("%s\n", c4d_publish(p->m, &ev) == 0 ? "ok" : "error");
 	fflush(stdout);
 }

@@ -414,6 +414,20 @@ START_TEST(test_one_fault_one_delivery)
 	ck_assert_ptr_nonnull(
 		strstr(line, "\"datacontenttype\":\"application/json\""));
 	ck_assert_ptr_nonnull(strstr(line, "\"kind\":\"comm_slow_rx\""));
+	/* what a controller acts on, and the evidence behind it */
+	ck_assert_ptr_nonnull(strstr(line, "\"action\":\"isolate host "
+					   "node-07\",\"domain\":\"host\","
+					   "\"action_type\":\"isolate_host\","
+					   "\"target\":\"node-07\","
+					   "\"confidence\":0.75,"));
+	ck_assert_ptr_nonnull(strstr(line, "\"peer_host\":\"node-08\","
+					   "\"peer_gpu\":0,\"peer_nic\":"
+					   "\"mlx5_8\",\"transport\":\"net\""));
+	ck_assert_ptr_nonnull(strstr(
+		line, "\"evidence\":{\"basis\":\"kernel\",\"z_open\":7.5,"
+		      "\"slowdown_open\":1.5,\"hot_intervals\":3,"
+		      "\"window\":4,\"member_gpus\":[3,7],\"members\":2,"
+		      "\"hosts_blamed\":0}}"));
 	ck_assert_ptr_nonnull(strstr(line, "\"state\":\"open\""));
 	ck_assert_ptr_nonnull(strstr(line, "\"summary\":\"rank 7 receives "
 					   "slowly\""));
@@ -777,10 +791,16 @@ START_TEST(test_master_events_and_metrics)
 				       "\"state\":\"open\","
 				       "\"revision\":1,")) == 0,
 			"%s", l1);
-		ck_assert_ptr_nonnull(strstr(l1,
-					     "\"suspects\":[{\"role\":\"rx\","
-					     "\"rank\":7,\"host\":\"node-"
-					     "07\"}]"));
+		ck_assert_ptr_nonnull(strstr(
+			l1, "\"suspects\":[{\"role\":\"rx\","
+			    "\"rank\":7,\"host\":\"node-07\"},"
+			    "{\"role\":\"link\",\"rank\":7,\"host\":"
+			    "\"node-07\",\"nic\":\"mlx5_7\",\"peer_rank\":8,"
+			    "\"peer_host\":\"node-08\",\"peer_gpu\":0,"
+			    "\"peer_nic\":\"mlx5_8\",\"transport\":\"net\"}]"));
+		ck_assert_ptr_nonnull(
+			strstr(l1, "\"domain\":\"host\",\"action_type\":"
+				   "\"isolate_host\",\"target\":\"node-07\","));
 		ck_assert_ptr_nonnull(strstr(l2, "\"id\":\"a-2\""));
 		ck_assert_ptr_nonnull(strstr(l2, "\"state\":\"resolved\","
 						 "\"revision\":2"));
@@ -803,7 +823,11 @@ START_TEST(test_master_events_and_metrics)
 	argv[6] = NULL;
 	ck_assert_int_eq(th_run(argv, out, sizeof(out), NULL, 0, 10000), 0);
 	ck_assert_ptr_nonnull(strstr(out, "a-1"));
-	ck_assert_ptr_nonnull(strstr(out, "isolate host node-07"));
+	ck_assert_ptr_nonnull(strstr(out, "  DOMAIN  "));
+	ck_assert_msg(strstr(out, "  host      ") != NULL, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "link node-07/mlx5_7 r7->node-08/"
+					  "mlx5_8 r8"));
+	ck_assert_ptr_nonnull(strstr(out, "isolate_host node-07\n"));
 	ck_assert_int_eq(th_stop(&d), 0);
 }
 END_TEST

@@ -202,6 +202,43 @@ START_TEST(test_restart_continues)
 }
 END_TEST
 
+/*
+ * A touch moves an open event's last sighting in the list and the store
+ * without a revision: paging and webhooks see no transition.
+ */
+START_TEST(test_touch_last_seen)
+{
+	struct fixture f;
+	const C4__Event *ev;
+	char ids[512];
+	int more;
+	uint64_t next;
+
+	fx_init(&f, 10);
+	publish(&f, "a", C4__EVENT_STATE__EVENT_OPEN, 0);
+	next = events(&f, 0, 0, ids, sizeof(ids), &more);
+	ck_assert_int_eq(c4d_touch(f.m, "a", 4, 4000), 0);
+	ck_assert_int_eq(c4d_touch(f.m, "a", 5, 5000), 0);
+	ck_assert_int_eq(c4d_touch(f.m, "a", 5, 6000), 0); /* not newer */
+	ev = c4d_find(f.m, "a");
+	ck_assert_uint_eq(ev->revision, 1);
+	ck_assert_uint_eq(ev->last_interval, 5);
+	ck_assert_uint_ge(ev->last_seen_ns, 5000);
+	ck_assert_uint_eq(c4d_stats(f.m)->published, 1);
+	events(&f, next, 0, ids, sizeof(ids), &more);
+	ck_assert_str_eq(ids, "");
+	ck_assert_int_eq(c4d_touch(f.m, "nope", 9, 9000), 0);
+	c4d_close(f.m);
+	fx_open(&f);
+	ck_assert_uint_eq(c4d_find(f.m, "a")->last_interval, 5);
+	/* resolved: touches change nothing */
+	publish(&f, "a", C4__EVENT_STATE__EVENT_RESOLVED, 0);
+	ck_assert_int_eq(c4d_touch(f.m, "a", 9, 9000), 0);
+	ck_assert_uint_eq(c4d_find(f.m, "a")->last_interval, 0);
+	fx_done(&f);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -214,6 +251,7 @@ main(void)
 	tcase_add_test(tc, test_events_paging);
 	tcase_add_test(tc, test_keep_resolved);
 	tcase_add_test(tc, test_restart_continues);
+	tcase_add_test(tc, test_touch_last_seen);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -2,7 +2,8 @@
  * test_store.c - the event store on real SQLite files: one transaction per
  * transition with its history and outbox rows, revisions (stale puts are
  * no-ops), outbox order, attempts and delivery marks, restart recovery,
- * and refusing a corrupt or foreign database.
+ * refreshes of an open event's last sighting, the verdict columns and the
+ * migration from schema 1, and refusing a corrupt or foreign database.
  */
 #include <check.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@ struct fixture {
 	struct event_base *base;
 	struct store *st;
 	char ids[16][64];
+	uint64_t last_iv[16]; /* of the restored events */
 	int nids;
 };
 
@@ -37,6 +39,7 @@ restore_cb(const C4__Event *ev, uint64_t updated_ns, void *arg)
 
 	(void)updated_ns;
 	ck_assert_int_lt(f->nids, 16);
+	f->last_iv[f->nids] = ev->last_interval;
 	snprintf(f->ids[f->nids++], 64, "%s", ev->id);
 }
 
@@ -280,6 +283,150 @@ START_TEST(test_restart_recovery)
 }
 END_TEST
 
+/* db_int() for a text column: copied into out, "" for NULL or no row. */
+static void
+db_text(const struct fixture *f, const char *sql, char *out, size_t len)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+
+	out[0] = '\0';
+	ck_assert_int_eq(
+		sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READONLY, NULL),
+		SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		snprintf(out, len, "%s",
+			 (const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+}
+
+/* The verdict columns round-trip; a touch refreshes an open row only. */
+START_TEST(test_verdict_columns_and_touch)
+{
+	struct fixture f;
+	struct next_result r;
+	C4__Event ev = C4__EVENT__INIT;
+	char text[64];
+
+	fx_init(&f);
+	fx_open(&f, 10);
+	ev.id = (char *)"h";
+	ev.has_state = ev.has_kind = ev.has_revision = 1;
+	ev.state = C4__EVENT_STATE__EVENT_OPEN;
+	ev.kind = C4__EVENT_KIND__EVENT_HOST_SLOW;
+	ev.revision = 1;
+	ev.has_domain = ev.has_action_type = 1;
+	ev.domain = C4__EVENT_DOMAIN__DOMAIN_HOST;
+	ev.action_type = C4__ACTION__ACTION_ISOLATE_HOST;
+	ev.target = (char *)"node-07";
+	ev.has_last_interval = ev.has_last_seen_ns = 1;
+	ev.last_interval = 5;
+	ev.last_seen_ns = 5000;
+	ck_assert_int_eq(store_put_event(f.st, &ev, 1, NULL, 0, "{}", 2), 0);
+	ev.last_interval = 9;
+	ev.last_seen_ns = 9000;
+	ck_assert_int_eq(store_touch_event(f.st, &ev), 0);
+	fx_next(&f, "a", &r);
+	ck_assert_int_eq(db_int(&f, "SELECT domain FROM events"),
+			 C4__EVENT_DOMAIN__DOMAIN_HOST);
+	ck_assert_int_eq(db_int(&f, "SELECT action_type FROM events"),
+			 C4__ACTION__ACTION_ISOLATE_HOST);
+	db_text(&f, "SELECT target FROM events", text, sizeof(text));
+	ck_assert_str_eq(text, "node-07");
+	ck_assert_int_eq(db_int(&f, "SELECT last_interval FROM events"), 9);
+	ck_assert_int_eq(db_int(&f, "SELECT last_seen_ns FROM events"), 9000);
+	ck_assert_int_eq(db_int(&f, "SELECT count(*) FROM event_history"), 1);
+	ck_assert_int_eq(db_int(&f, "SELECT count(*) FROM outbox"), 0);
+	ck_assert_int_eq(db_int(&f, "SELECT revision FROM events"), 1);
+	/* the stored event carries the touch: a restart sees it */
+	store_close(f.st);
+	fx_open(&f, 10);
+	ck_assert_int_eq(f.nids, 1);
+	ck_assert_uint_eq(f.last_iv[0], 9);
+
+	/* a touch of an older revision or a resolved event changes nothing */
+	ev.last_interval = 7;
+	ev.revision = 2;
+	ev.state = C4__EVENT_STATE__EVENT_RESOLVED;
+	ck_assert_int_eq(store_put_event(f.st, &ev, 2, NULL, 0, "{}", 2), 0);
+	ev.revision = 1;
+	ev.last_interval = 20;
+	ck_assert_int_eq(store_touch_event(f.st, &ev), 0);
+	ev.revision = 2;
+	ck_assert_int_eq(store_touch_event(f.st, &ev), 0);
+	fx_next(&f, "a", &r);
+	ck_assert_int_eq(db_int(&f, "SELECT last_interval FROM events"), 7);
+	fx_done(&f);
+}
+END_TEST
+
+/* A database of schema version 1 is migrated in place and still read. */
+START_TEST(test_schema_1_migrated)
+{
+	static const char v1[] =
+		"CREATE TABLE events ("
+		" id TEXT PRIMARY KEY, kind INTEGER NOT NULL, state INTEGER "
+		"NOT NULL, revision INTEGER NOT NULL, first_interval INTEGER,"
+		" last_interval INTEGER, first_seen_ns INTEGER, last_seen_ns "
+		"INTEGER, updated_ns INTEGER NOT NULL, event BLOB NOT NULL);"
+		"CREATE TABLE event_history ("
+		" id TEXT NOT NULL, revision INTEGER NOT NULL,"
+		" state INTEGER NOT NULL, at_ns INTEGER NOT NULL,"
+		" event BLOB NOT NULL, PRIMARY KEY (id, revision));"
+		"CREATE TABLE outbox ("
+		" seq INTEGER PRIMARY KEY AUTOINCREMENT, webhook TEXT NOT NULL,"
+		" event_id TEXT NOT NULL, revision INTEGER NOT NULL,"
+		" ce_id TEXT NOT NULL, payload TEXT NOT NULL,"
+		" attempts INTEGER NOT NULL DEFAULT 0, next_attempt_ns "
+		"INTEGER, created_ns INTEGER NOT NULL, delivered_ns INTEGER,"
+		" UNIQUE (webhook, ce_id));"
+		"PRAGMA user_version = 1;";
+	struct fixture f;
+	C4__Event ev = C4__EVENT__INIT;
+	uint8_t blob[256];
+	size_t n;
+	sqlite3 *db;
+	sqlite3_stmt *s;
+
+	fx_init(&f);
+	ev.id = (char *)"old";
+	ev.has_state = ev.has_kind = ev.has_revision = 1;
+	ev.state = C4__EVENT_STATE__EVENT_OPEN;
+	ev.kind = C4__EVENT_KIND__EVENT_NODE_LOST;
+	ev.revision = 3;
+	n = c4__event__pack(&ev, blob);
+	ck_assert_int_eq(sqlite3_open(f.path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, v1, NULL, NULL, NULL), SQLITE_OK);
+	ck_assert_int_eq(
+		sqlite3_prepare_v2(db,
+				   "INSERT INTO events (id, kind, state, "
+				   "revision, updated_ns, event) VALUES "
+				   "('old', 8, 1, 3, 1, ?1)",
+				   -1, &s, NULL),
+		SQLITE_OK);
+	sqlite3_bind_blob(s, 1, blob, (int)n, SQLITE_STATIC);
+	ck_assert_int_eq(sqlite3_step(s), SQLITE_DONE);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+
+	fx_open(&f, 10);
+	ck_assert_int_eq(f.nids, 1);
+	ck_assert_str_eq(f.ids[0], "old");
+	ck_assert_int_eq(db_int(&f, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(db_int(&f, "SELECT count(*) FROM events WHERE "
+				    "domain IS NULL AND target IS NULL"),
+			 1);
+	fx_put(&f, "old", C4__EVENT_STATE__EVENT_RESOLVED, 4, two_hooks, 1);
+	store_close(f.st);
+	fx_open(&f, 10);
+	ck_assert_int_eq(f.nids, 1);
+	ck_assert_int_eq(db_int(&f, "SELECT revision FROM events"), 4);
+	fx_done(&f);
+}
+END_TEST
+
 START_TEST(test_corrupt_database_refused)
 {
 	struct fixture f;
@@ -348,6 +495,8 @@ store_suite(void)
 	tcase_add_test(tc, test_stale_revision_is_a_noop);
 	tcase_add_test(tc, test_outbox_order_attempts_marks);
 	tcase_add_test(tc, test_restart_recovery);
+	tcase_add_test(tc, test_verdict_columns_and_touch);
+	tcase_add_test(tc, test_schema_1_migrated);
 	tcase_add_test(tc, test_corrupt_database_refused);
 	tcase_add_test(tc, test_foreign_schema_refused);
 	tcase_add_test(tc, test_forget_drops_callbacks);

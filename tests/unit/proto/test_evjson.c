@@ -1,6 +1,7 @@
 /*
  * test_evjson.c - the event object (docs/c4ctl.md) checked byte for byte,
- * and the names of kinds, states and roles.
+ * the names of kinds, states, roles, domains, actions, bases and
+ * transports, and null for what an event leaves out.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -40,6 +41,45 @@ START_TEST(test_names)
 			 "resolved");
 	ck_assert_str_eq(evjson_role_name(C4__SUSPECT_ROLE__SUSPECT_HOST),
 			 "host");
+	ck_assert_str_eq(evjson_kind_name(C4__EVENT_KIND__EVENT_HOST_SLOW),
+			 "host_slow");
+	ck_assert_str_eq(evjson_kind_name(C4__EVENT_KIND__EVENT_JOB_STALL),
+			 "job_stall");
+	ck_assert_str_eq(evjson_domain_name(C4__EVENT_DOMAIN__DOMAIN_NIC_PORT),
+			 "nic_port");
+	ck_assert_str_eq(evjson_domain_name(C4__EVENT_DOMAIN__DOMAIN_JOB),
+			 "job");
+	ck_assert_str_eq(evjson_domain_name(7), "unknown");
+	ck_assert_str_eq(evjson_action_name(C4__ACTION__ACTION_OBSERVE),
+			 "observe");
+	ck_assert_str_eq(evjson_action_name(C4__ACTION__ACTION_ISOLATE_HOST),
+			 "isolate_host");
+	ck_assert_str_eq(evjson_action_name(C4__ACTION__ACTION_CHECK_JOB),
+			 "check_job");
+	ck_assert_str_eq(evjson_basis_name(C4__EVIDENCE_BASIS__BASIS_HEARTBEAT),
+			 "heartbeat");
+	ck_assert_str_eq(
+		evjson_transport_name(C4__TRANSPORT_CLASS__TRANSPORT_PCIE),
+		"pcie");
+}
+END_TEST
+
+/* Absent enums, target and evidence are null, not missing or "unspecified". */
+START_TEST(test_absent_is_null)
+{
+	C4__Event ev = C4__EVENT__INIT;
+	char *s;
+
+	ev.id = (char *)"e";
+	ev.has_kind = 1;
+	ev.kind = C4__EVENT_KIND__EVENT_JOB_STALL;
+	s = evjson_string(&ev, NULL);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_nonnull(strstr(s, "\"kind\":\"job_stall\""));
+	ck_assert_ptr_nonnull(strstr(
+		s, "\"domain\":null,\"action_type\":null,\"target\":null"));
+	ck_assert_ptr_nonnull(strstr(s, "\"evidence\":null}"));
+	free(s);
 }
 END_TEST
 
@@ -51,6 +91,7 @@ evjson_suite(void)
 
 	tcase_add_test(tc, test_event_object);
 	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_absent_is_null);
 	suite_add_tcase(s, tc);
 	return s;
 }

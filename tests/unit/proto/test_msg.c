@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evfix.h"
 #include "msg.h"
 
 /* Packs env and runs it through msg_unpack(); returns the result. */
@@ -253,6 +254,71 @@ START_TEST(test_admin_request)
 }
 END_TEST
 
+/* The event of evfix.h travels whole; each new field is checked. */
+START_TEST(test_event)
+{
+	C4__Event ev = C4__EVENT__INIT;
+	C4__Suspect s0 = C4__SUSPECT__INIT, s1 = C4__SUSPECT__INIT;
+	C4__Suspect *sv[2] = {&s0, &s1};
+	C4__EvidenceCell c0 = C4__EVIDENCE_CELL__INIT, *cv[1] = {&c0};
+	C4__Envelope env, *out;
+	struct msg_err err;
+	char *big = malloc(MSG_TEXT_MAX + 2);
+
+	evfix_fill(&ev, sv, cv);
+	msg_init(&env, C4__MSG_TYPE__MSG_EVENT, &ev);
+	out = roundtrip(&env, &err);
+	ck_assert_msg(out != NULL, "%s", err.text);
+	ck_assert_int_eq(out->event->domain, C4__EVENT_DOMAIN__DOMAIN_NIC);
+	ck_assert_int_eq(out->event->action_type,
+			 C4__ACTION__ACTION_ISOLATE_NIC);
+	ck_assert_str_eq(out->event->target, "node-3/mlx5_3");
+	ck_assert_str_eq(out->event->suspects[1]->peer_host, "node-4");
+	ck_assert_int_eq(out->event->suspects[1]->transport,
+			 C4__TRANSPORT_CLASS__TRANSPORT_NVLINK);
+	ck_assert_int_eq(out->event->evidence->basis,
+			 C4__EVIDENCE_BASIS__BASIS_MEDIAN);
+	ck_assert_uint_eq(out->event->evidence->n_member_gpus, 2);
+	msg_free(out);
+
+	ev.kind = (C4__EventKind)11;
+	expect_invalid(C4__MSG_TYPE__MSG_EVENT, &ev,
+		       "event kind 11 is not one of 0..10");
+	ev.kind = C4__EVENT_KIND__EVENT_JOB_STALL;
+	ev.domain = (C4__EventDomain)7;
+	expect_invalid(C4__MSG_TYPE__MSG_EVENT, &ev,
+		       "event domain 7 is not one of 0..6");
+	ev.domain = C4__EVENT_DOMAIN__DOMAIN_JOB;
+	ev.action_type = (C4__Action)6;
+	expect_invalid(C4__MSG_TYPE__MSG_EVENT, &ev,
+		       "event action_type 6 is not one of 0..5");
+	ev.action_type = C4__ACTION__ACTION_CHECK_JOB;
+	s1.transport = (C4__TransportClass)5;
+	expect_invalid(C4__MSG_TYPE__MSG_EVENT, &ev,
+		       "suspect transport 5 is not one of 0..4");
+	s1.transport = C4__TRANSPORT_CLASS__TRANSPORT_PCIE;
+	ev.evidence->basis = (C4__EvidenceBasis)7;
+	expect_invalid(C4__MSG_TYPE__MSG_EVENT, &ev,
+		       "evidence basis 7 is not one of 0..6");
+	ev.evidence->basis = C4__EVIDENCE_BASIS__BASIS_HEARTBEAT;
+	ev.evidence->hot_intervals = 4;
+	expect_invalid(C4__MSG_TYPE__MSG_EVENT, &ev,
+		       "event.evidence: 4 hot intervals in a window of 3");
+	ev.evidence->hot_intervals = 3;
+	memset(big, 'x', MSG_TEXT_MAX + 1);
+	big[MSG_TEXT_MAX + 1] = '\0';
+	ev.target = big;
+	expect_invalid(C4__MSG_TYPE__MSG_EVENT, &ev,
+		       "event.target longer than 4096 bytes");
+	ev.target = NULL;
+	big[MSG_ID_MAX + 1] = '\0';
+	s1.peer_host = big;
+	expect_invalid(C4__MSG_TYPE__MSG_EVENT, &ev,
+		       "event.suspects[1] longer than 256 bytes");
+	free(big);
+}
+END_TEST
+
 START_TEST(test_roles)
 {
 	/* Reporters send telemetry; operators and masters do not. */
@@ -335,6 +401,7 @@ msg_suite(void)
 	tcase_add_test(tc, test_path_request);
 	tcase_add_test(tc, test_probe_task);
 	tcase_add_test(tc, test_admin_request);
+	tcase_add_test(tc, test_event);
 	tcase_add_test(tc, test_roles);
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_every_type_has_body);
