@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 
 void
 json_init(struct json *j, FILE *fp)
@@ -152,11 +153,24 @@ json_i64(struct json *j, int64_t v)
 void
 json_double(struct json *j, double v)
 {
+	char buf[32];
+	int prec;
+
 	json_sep(j);
-	if (isfinite(v))
-		fprintf(j->fp, "%.17g", v);
-	else
+	if (!isfinite(v)) {
 		fputs("null", j->fp);
+		return;
+	}
+	/* the shortest form that reads back as v: 0.9, not 0.90000000000000002
+	 */
+	for (prec = 15; prec < 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	if (prec == 17)
+		snprintf(buf, sizeof(buf), "%.17g", v);
+	fputs(buf, j->fp);
 }
 
 void

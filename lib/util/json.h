@@ -44,8 +44,8 @@ void json_key(struct json *j, const char *key);
 /*
  * Each writes one value, preceded by the comma it owes.  json_str()
  * escapes s (which stays the caller's) and writes null for NULL;
- * json_double() writes a non-finite v as null, a finite one with 17
- * significant digits; json_bool() writes true for any non-zero v.  None
+ * json_double() writes a non-finite v as null, a finite one in the
+ * fewest significant digits (15 to 17) that read back as v; json_bool() writes true for any non-zero v.  None
  * of them reports write errors: check ferror() on the stream.
  */
 void json_str(struct json *j, const char *s); /* NULL writes null */
