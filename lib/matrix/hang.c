@@ -2,21 +2,38 @@
  * hang.c: communication hang, non-communication hang and node loss, from
  * progress markers only.
  *
- * A communicator is stalled when its highest completed op sequence has not
- * advanced for hang_timeout intervals while some member has entered an op
- * it has not completed, or (ops reported complete when enqueued) while
- * some member has not entered the op the others entered or one of its
- * connections is stuck. Members that never entered that op are the
- * non-communication suspects, unless they are explained: their host is
- * lost, or they are themselves blocked inside another communicator's op
- * (then that communicator carries the event). When every member entered,
- * the connections with chunks posted but no bytes moving are the
- * communication suspects. A host that sends nothing for node_timeout
- * intervals is lost.
+ * Every member of a communicator counts the intervals in which its own
+ * markers (seq_enter, seq_done) arrived and did not move: only intervals
+ * in which its host was heard from and the summary was the rank's own,
+ * not the agent's repeat (matrix_coll.carried), count, so reports that
+ * come late or bunched never add up to a hang.  The op a communicator is
+ * stuck at is the lowest op k some member is inside (entered, not
+ * completed); members that completed it and went on to k + 1 wait for
+ * the others.  When every member inside k heard from this interval has
+ * been still for hang_timeout intervals:
+ *
+ * - members whose markers say they never entered k are the
+ *   non-communication suspects, unless explained (their host is lost, or
+ *   they are blocked inside another communicator's op, which then carries
+ *   the event); a member not heard from is named only once its own
+ *   markers confirm it did not move;
+ * - when every member entered k, the connections of the communicator
+ *   with chunks posted and no byte moved name the link (both ends); with
+ *   no such connection, one ambiguous event names the members whose own
+ *   markers put them inside k, and nobody else.
+ *
+ * Where ops read as done when enqueued nobody is inside an op: a member
+ * behind the others, a stuck connection or a member reporting ops open to
+ * a peer tells a hang from a quiet communicator (hang_behind,
+ * hang_enq_stuck).  A host is lost after node_timeout intervals unheard,
+ * counted only in intervals in which the job was heard from (stall.c).
  */
 #include <string.h>
 
 #include "matrix_int.h"
+
+/* What hang_comm() found in a communicator this interval. */
+enum { HANG_NONE = 0, HANG_STOPPED, HANG_FOUND };
 
 static int
 hang_host_lost(const struct matrix *m, uint32_t hidx)
@@ -24,26 +41,59 @@ hang_host_lost(const struct matrix *m, uint32_t hidx)
 	return m->hosts[hidx].lost;
 }
 
-/* Mark hosts lost after node_timeout intervals without any data. */
+void
+hang_evidence(struct matrix_event *e, unsigned domain, unsigned basis,
+	      uint32_t intervals)
+{
+	uint8_t n = intervals > UINT8_MAX ? UINT8_MAX : (uint8_t)intervals;
+
+	e->domain = (uint8_t)domain;
+	e->evidence.basis = (uint8_t)basis;
+	e->evidence.hot_intervals = n;
+	e->evidence.window = n;
+	e->evidence.z_open = (float)e->score;
+	e->evidence.slowdown_open = 1.0f;
+	if (e->evidence.nmembers == 0)
+		e->evidence.nmembers = 1;
+}
+
+/*
+ * Count each host's intervals unheard.  An interval in which fewer than
+ * stall_frac of the hosts expected to report were heard from counts
+ * against nobody: the silence is the job's or the master's (stall.c
+ * reports it), not one host's.
+ */
 static void
 hang_nodes(struct matrix *m)
 {
-	uint32_t h;
+	uint32_t h, expect = 0, heard = 0;
+	int quorum;
 
 	for (h = 0; h < m->nhosts; h++) {
+		if (m->hosts[h].members == 0)
+			continue;
+		expect++;
+		heard += m->hosts[h].heard;
+	}
+	quorum = heard > 0 && heard >= m->p.stall_frac * expect;
+	if (expect > 0 && !quorum)
+		m->silent++;
+	else
+		m->silent = 0;
+	for (h = 0; h < m->nhosts; h++) {
 		struct host *x = &m->hosts[h];
-		uint64_t missed;
 
 		if (x->members == 0) {
 			/* Every rank it ran is in retired communicators. */
 			x->lost = 0;
+			x->miss = 0;
 			continue;
 		}
-		if (x->last_seen > 0)
-			missed = m->iv + 1 - x->last_seen;
-		else
-			missed = m->nanalyzed - x->added + 1;
-		x->lost = missed >= m->p.node_timeout;
+		if (x->heard)
+			x->miss = 0;
+		else if (quorum)
+			x->miss++;
+		x->lost = x->miss >= m->p.node_timeout;
 	}
 }
 
@@ -68,11 +118,12 @@ hang_node_events(struct matrix *m)
 			e.comm = e.suspects[0].comm;
 		}
 		e.slowdown = 1.0;
-		e.score = x->last_seen ? (double)(m->iv + 1 - x->last_seen)
-				       : (double)m->p.node_timeout;
+		e.score = (double)x->miss;
 		e.confidence = 0.99;
 		e.action = MATRIX_ACT_ISOLATE_HOST;
 		e.isolate_host = x->host;
+		hang_evidence(&e, MATRIX_DOM_HOST, MATRIX_BASIS_HEARTBEAT,
+			      x->miss);
 		if (persist_observe(
 			    m, persist_key(MATRIX_EV_NODE_LOST, x->host, 0), &e,
 			    PERSIST_IMMEDIATE, NULL) < 0)
@@ -81,19 +132,150 @@ hang_node_events(struct matrix *m)
 	return 0;
 }
 
-/* Non-communication hang candidate: rank of c never entered op k. */
+/* Did rank of c send its own markers this interval, from a heard host? */
 static int
-hang_missing(struct matrix *m, const struct comm *c, uint32_t rank, uint64_t k)
+hang_fresh(const struct matrix *m, const struct comm *c, uint32_t rank)
 {
-	struct matrix_event e;
-	uint64_t key =
-		matrix_rank_event(m, &e, MATRIX_EV_NONCOMM_HANG, c, rank);
+	const struct crank *rs = &c->rs[rank];
 
-	e.slowdown = 1.0;
-	e.score = c->stall;
-	e.confidence = 0.95;
-	e.hang_seq = k;
-	return persist_observe(m, key, &e, PERSIST_IMMEDIATE, NULL);
+	return rs->seen_iv == m->iv + 1 && !rs->carried &&
+	       m->hosts[m->devs[c->dev[rank]].hidx].heard;
+}
+
+/* Is rank of c inside op k by its last markers (entered, not done)? */
+static int
+hang_inside_k(const struct crank *rs, uint64_t k)
+{
+	return rs->enter == k && rs->enter > rs->done;
+}
+
+/*
+ * Count the intervals each member of c reported and did not move; stamp
+ * the devices heard from (and moving, within stall_timeout) for stall.c.
+ * *k gets the lowest op a member is inside by its last markers
+ * (UINT64_MAX: none) and *kmax the highest op entered.
+ */
+static void
+hang_ranks(struct matrix *m, struct comm *c, uint64_t *k, uint64_t *kmax)
+{
+	uint32_t r;
+
+	*k = UINT64_MAX;
+	*kmax = 0;
+	for (r = 0; r < c->nranks; r++) {
+		struct crank *rs = &c->rs[r];
+		struct dev *d = &m->devs[c->dev[r]];
+
+		if (rs->seen_iv == 0)
+			continue;
+		if (rs->enter > rs->done && rs->enter < *k)
+			*k = rs->enter;
+		if (rs->enter > *kmax)
+			*kmax = rs->enter;
+		if (!hang_fresh(m, c, r))
+			continue;
+		if (!rs->h_have || rs->enter != rs->h_enter ||
+		    rs->done != rs->h_done) {
+			rs->h_have = 1;
+			rs->h_enter = rs->enter;
+			rs->h_done = rs->done;
+			rs->still = 0;
+		} else if (rs->still < UINT32_MAX) {
+			rs->still++;
+		}
+		if (d->hd_iv != m->iv + 1 || rs->still < d->still_min)
+			d->still_min = rs->still;
+		d->hd_iv = m->iv + 1;
+		if (rs->still < m->p.stall_timeout)
+			d->mv_iv = m->iv + 1;
+	}
+}
+
+/*
+ * How long c has stood still: the fewest still intervals among the
+ * members heard from this interval that are inside op k (all of them when
+ * k is UINT64_MAX).  UINT32_MAX when none of those was heard from: the
+ * verdict waits for their own markers.
+ */
+static uint32_t
+hang_age(const struct matrix *m, const struct comm *c, uint64_t k)
+{
+	uint32_t r, age = UINT32_MAX;
+
+	for (r = 0; r < c->nranks; r++) {
+		const struct crank *rs = &c->rs[r];
+
+		if (!hang_fresh(m, c, r))
+			continue;
+		if (k != UINT64_MAX && !hang_inside_k(rs, k))
+			continue;
+		if (rs->still < age)
+			age = rs->still;
+	}
+	return age;
+}
+
+/* Is a member of c that never entered op k explained elsewhere? */
+static int
+hang_explained(const struct matrix *m, const struct comm *c, uint32_t rank)
+{
+	const struct dev *d = &m->devs[c->dev[rank]];
+
+	return hang_host_lost(m, d->hidx) || (d->blk_iv == m->iv && d->blocked);
+}
+
+/* May rank of c be named as never entering op k? */
+static int
+hang_nameable(const struct matrix *m, const struct comm *c, uint32_t rank,
+	      uint64_t k)
+{
+	const struct crank *rs = &c->rs[rank];
+
+	return rs->enter < k && !hang_explained(m, c, rank) &&
+	       hang_fresh(m, c, rank) && rs->still >= m->p.hang_timeout;
+}
+
+/*
+ * Non-communication hang of comm ci at op k: one candidate per member
+ * whose own markers, still for hang_timeout intervals, say it never
+ * entered k.  Isolation is recommended only when one host holds every
+ * member named; otherwise the events are ambiguous and observed.
+ * Returns 0 or -1.
+ */
+static int
+hang_absent(struct matrix *m, uint32_t ci, uint64_t k)
+{
+	const struct comm *c = &m->comms[ci];
+	struct matrix_event e;
+	uint32_t r, host = UINT32_MAX, n = 0;
+	int onehost = 1;
+
+	for (r = 0; r < c->nranks; r++) {
+		if (!hang_nameable(m, c, r, k))
+			continue;
+		if (n++ > 0 && m->devs[c->dev[r]].host != host)
+			onehost = 0;
+		host = m->devs[c->dev[r]].host;
+	}
+	for (r = 0; n > 0 && r < c->nranks; r++) {
+		uint64_t key;
+
+		if (!hang_nameable(m, c, r, k))
+			continue;
+		key = matrix_rank_event(m, &e, MATRIX_EV_NONCOMM_HANG, c, r);
+		e.slowdown = 1.0;
+		e.score = c->rs[r].still;
+		e.hang_seq = k;
+		e.confidence = onehost ? 0.95 : 0.6;
+		e.ambiguous = !onehost;
+		e.action =
+			onehost ? MATRIX_ACT_ISOLATE_HOST : MATRIX_ACT_OBSERVE;
+		hang_evidence(&e, MATRIX_DOM_GPU, MATRIX_BASIS_PROGRESS,
+			      c->rs[r].still);
+		if (persist_observe(m, key, &e, PERSIST_IMMEDIATE, NULL) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* A cell of comm ci with chunks posted and still no byte moved. */
@@ -103,42 +285,55 @@ hang_cell_stuck(const struct cell *x, uint32_t ci)
 	return x->comm == ci && x->bytes == 0;
 }
 
+/* Fill suspect s with the link of stuck cell x of comm c (both ends). */
+static void
+hang_link_suspect(const struct matrix *m, const struct comm *c,
+		  const struct cell *x, struct matrix_suspect *s)
+{
+	const struct dev *a = &m->devs[c->dev[x->src]];
+	const struct dev *b = &m->devs[c->dev[x->dst]];
+
+	memset(s, 0, sizeof(*s));
+	s->role = MATRIX_ROLE_LINK;
+	s->transport = x->tr;
+	s->comm = c->hash;
+	s->rank = x->src;
+	s->peer_rank = x->dst;
+	s->host = a->host;
+	s->gpu = a->gpu;
+	s->nic = a->nic;
+	s->port = a->port;
+	s->peer_host = b->host;
+	s->peer_gpu = b->gpu;
+	s->peer_nic = b->nic;
+	s->peer_port = b->port;
+}
+
 /*
- * Communication hang of comm ci at op k: one candidate per connection with
- * chunks posted and no bytes moved, or, with no such marker, one ambiguous
- * candidate naming the communicator. Returns 0 or -1.
+ * Communication hang of comm ci at op k: one candidate per connection
+ * with chunks posted and no byte moved (check the link; ambiguous when
+ * several are stuck, since the stall of one starves the others).  Sets
+ * *found to their number.  Returns 0 or -1.
  */
 static int
-hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
+hang_links(struct matrix *m, uint32_t ci, uint64_t k, uint32_t *found)
 {
 	const struct comm *c = &m->comms[ci];
 	struct matrix_event e;
-	uint32_t i, sr, found = 0;
+	uint32_t i, n = 0;
 
-	for (i = 0; i < m->nstuck; i++) {
+	for (i = 0; i < m->nstuck; i++)
+		n += hang_cell_stuck(&m->cells[m->stuck[i]], ci);
+	*found = n;
+	for (i = 0; n > 0 && i < m->nstuck; i++) {
 		const struct cell *x = &m->cells[m->stuck[i]];
-		const struct dev *a, *b;
 
 		if (!hang_cell_stuck(x, ci))
 			continue;
-		a = &m->devs[c->dev[x->src]];
-		b = &m->devs[c->dev[x->dst]];
 		memset(&e, 0, sizeof(e));
 		e.kind = MATRIX_EV_COMM_HANG;
 		e.comm = c->hash;
-		e.suspects[0].role = MATRIX_ROLE_LINK;
-		e.suspects[0].transport = x->tr;
-		e.suspects[0].comm = c->hash;
-		e.suspects[0].rank = x->src;
-		e.suspects[0].peer_rank = x->dst;
-		e.suspects[0].host = a->host;
-		e.suspects[0].gpu = a->gpu;
-		e.suspects[0].nic = a->nic;
-		e.suspects[0].port = a->port;
-		e.suspects[0].peer_host = b->host;
-		e.suspects[0].peer_gpu = b->gpu;
-		e.suspects[0].peer_nic = b->nic;
-		e.suspects[0].peer_port = b->port;
+		hang_link_suspect(m, c, x, &e.suspects[0]);
 		e.nsuspects = 1;
 		e.ncells = 1;
 		e.ncells_total = 1;
@@ -148,47 +343,105 @@ hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
 		e.cells[0].algo = x->algo;
 		e.slowdown = 1.0;
 		e.score = c->stall;
-		e.confidence = 0.95;
+		e.confidence = n == 1 ? 0.95 : 0.6;
+		e.ambiguous = n > 1;
 		e.hang_seq = k;
 		e.action = MATRIX_ACT_CHECK_LINK;
-		e.isolate_host = a->host;
+		e.isolate_host = e.suspects[0].host;
+		hang_evidence(&e, MATRIX_DOM_LINK, MATRIX_BASIS_PROGRESS,
+			      c->stall);
 		if (persist_observe(m,
 				    persist_key(MATRIX_EV_COMM_HANG,
 						m->eps[x->ep_tx].pkey,
 						m->eps[x->ep_rx].pkey),
 				    &e, PERSIST_IMMEDIATE, NULL) < 0)
 			return -1;
-		found++;
 	}
-	if (found > 0)
+	return 0;
+}
+
+/*
+ * Does rank of c carry its own evidence of op k hanging: inside k by its
+ * markers, or (pass 0) reporting ops open to a peer with nothing moving?
+ */
+static int
+hang_witness(const struct matrix *m, const struct comm *c, uint32_t rank,
+	     uint64_t k, int pass)
+{
+	const struct crank *rs = &c->rs[rank];
+
+	if (!hang_fresh(m, c, rank))
 		return 0;
-	/*
-	 * All entered and no connection summary says which connection: name
-	 * the op, and the first member that reports ops open to a peer with
-	 * nothing moving (rank 0 when none does).
-	 */
-	for (sr = 0; sr < c->nranks; sr++)
-		if (c->rs[sr].seen_iv == m->iv + 1 && c->rs[sr].stuck)
-			break;
-	if (sr == c->nranks)
-		sr = 0;
+	return pass == 0 ? rs->stuck : !rs->stuck && hang_inside_k(rs, k);
+}
+
+/*
+ * Communication hang of comm ci at op k with no connection that shows
+ * where: one ambiguous candidate naming the members with their own
+ * evidence (hang_witness: those reporting a stuck peer first), never a
+ * member without.  Its domain is the GPU or host that holds them all, else
+ * the job.  Returns 0 or -1.
+ */
+static int
+hang_inside(struct matrix *m, uint32_t ci, uint64_t k)
+{
+	const struct comm *c = &m->comms[ci];
+	struct matrix_event e;
+	uint32_t r, n = 0, dev = NO_IDX, host = UINT32_MAX;
+	int pass, onedev = 1, onehost = 1, peer = 0;
+
 	memset(&e, 0, sizeof(e));
+	for (pass = 0; pass < 2; pass++)
+		for (r = 0; r < c->nranks; r++) {
+			struct matrix_suspect *s;
+
+			if (!hang_witness(m, c, r, k, pass))
+				continue;
+			peer |= pass == 0;
+			if (n++ > 0) {
+				onedev &= c->dev[r] == dev;
+				onehost &= m->devs[c->dev[r]].host == host;
+			}
+			dev = c->dev[r];
+			host = m->devs[dev].host;
+			if (e.nsuspects == MATRIX_MAX_SUSPECTS)
+				continue;
+			s = &e.suspects[e.nsuspects++];
+			matrix_suspect_dev(m, s, dev, MATRIX_ROLE_RANK);
+			s->comm = c->hash;
+			s->rank = s->peer_rank = r;
+		}
+	if (n == 0)
+		return 0;
 	e.kind = MATRIX_EV_COMM_HANG;
 	e.comm = c->hash;
 	e.ambiguous = 1;
 	e.slowdown = 1.0;
 	e.score = c->stall;
-	e.confidence = 0.5;
+	e.confidence = peer ? 0.5 : 0.3;
 	e.hang_seq = k;
 	e.action = MATRIX_ACT_OBSERVE;
-	matrix_suspect_dev(m, &e.suspects[0], c->dev[sr], MATRIX_ROLE_RANK);
-	e.suspects[0].comm = c->hash;
-	e.suspects[0].rank = e.suspects[0].peer_rank = sr;
-	e.nsuspects = 1;
 	e.isolate_host = e.suspects[0].host;
+	e.evidence.nmembers = n;
+	hang_evidence(&e,
+		      onedev	? MATRIX_DOM_GPU
+		      : onehost ? MATRIX_DOM_HOST
+				: MATRIX_DOM_JOB,
+		      MATRIX_BASIS_PROGRESS, c->stall);
 	return persist_observe(m,
 			       persist_key(MATRIX_EV_COMM_HANG, c->hash, ~0ull),
 			       &e, PERSIST_IMMEDIATE, NULL);
+}
+
+/* Communication hang of comm ci at op k: its links, else its members. */
+static int
+hang_stuck(struct matrix *m, uint32_t ci, uint64_t k)
+{
+	uint32_t found;
+
+	if (hang_links(m, ci, k, &found) < 0)
+		return -1;
+	return found > 0 ? 0 : hang_inside(m, ci, k);
 }
 
 /*
@@ -251,73 +504,75 @@ hang_enq_stuck(const struct matrix *m, const struct comm *c, uint32_t ci)
 	return 0;
 }
 
+/* Does a member of c run on a lost host (whose event explains c)? */
+static int
+hang_any_lost(const struct matrix *m, const struct comm *c)
+{
+	for (uint32_t r = 0; r < c->nranks; r++)
+		if (hang_host_lost(m, m->devs[c->dev[r]].hidx))
+			return 1;
+	return 0;
+}
+
 /*
- * Progress of comm ci: count intervals without completion; past
- * hang_timeout with an op entered and not completed, name the members
- * that did not enter it (unless explained by a lost host or a block in
- * another communicator), or, when all entered, the stuck connections.
+ * Progress of comm ci this interval: HANG_NONE while it moves (or waits
+ * for its members' own markers), HANG_STOPPED when it stood still for
+ * hang_timeout intervals with nobody inside an op and no sign of a hang,
+ * HANG_FOUND when it hangs (candidates named where there is evidence for
+ * them); -1 on memory exhaustion.
  */
 static int
 hang_comm(struct matrix *m, uint32_t ci)
 {
 	struct comm *c = &m->comms[ci];
-	uint64_t done = 0, k = 0;
-	uint32_t r, nmiss = 0, nexpl = 0;
+	uint64_t k, kmax;
+	uint32_t r, age;
+	int rc = 0;
 
-	for (r = 0; r < c->nranks; r++) {
-		const struct crank *rs = &c->rs[r];
-
-		if (rs->seen_iv == 0)
-			continue;
-		if (rs->done > done)
-			done = rs->done;
-		if (rs->enter > k)
-			k = rs->enter;
+	hang_ranks(m, c, &k, &kmax);
+	age = hang_age(m, c, k);
+	c->stall = age == UINT32_MAX ? 0 : age;
+	if (age == UINT32_MAX || age < m->p.hang_timeout)
+		return HANG_NONE;
+	if (hang_any_lost(m, c))
+		return HANG_FOUND;
+	if (k == UINT64_MAX) {
+		if (hang_behind(m, c, kmax))
+			rc = hang_absent(m, ci, kmax);
+		else if (hang_enq_stuck(m, c, ci))
+			rc = hang_stuck(m, ci, kmax);
+		else
+			return HANG_STOPPED;
+		return rc < 0 ? -1 : HANG_FOUND;
 	}
-	if (done > c->done_max || !c->any_done) {
-		c->any_done = 1;
-		c->done_max = done;
-		c->stall = 0;
-		return 0;
-	}
-	c->stall++;
-	if (c->stall < m->p.hang_timeout)
-		return 0;
-	if (k <= c->done_max && !hang_behind(m, c, k))
-		return hang_enq_stuck(m, c, ci) ? hang_stuck(m, ci, k) : 0;
-	for (r = 0; r < c->nranks; r++) {
-		const struct crank *rs = &c->rs[r];
-		const struct dev *d = &m->devs[c->dev[r]];
-
-		if (rs->seen_iv == m->iv + 1 && rs->enter >= k)
-			continue;
-		nmiss++;
-		if (hang_host_lost(m, d->hidx) ||
-		    (d->blk_iv == m->iv && d->blocked)) {
-			nexpl++;
-			continue;
-		}
-		if (rs->seen_iv != m->iv + 1)
-			continue; /* silent but its host is not lost yet */
-		if (hang_missing(m, c, r, k) < 0)
-			return -1;
-	}
-	if (nmiss == 0)
-		return hang_stuck(m, ci, k);
-	return 0;
+	for (r = 0; r < c->nranks; r++)
+		if (c->rs[r].enter < k)
+			break;
+	rc = r < c->nranks ? hang_absent(m, ci, k) : hang_stuck(m, ci, k);
+	return rc < 0 ? -1 : HANG_FOUND;
 }
 
-/* Judge node loss and every communicator's progress. Returns 0 or -1. */
+/*
+ * Judge node loss, every communicator's progress and a stall of the whole
+ * job. Returns 0 or -1.
+ */
 int
 hang_detect(struct matrix *m)
 {
 	uint32_t ci;
+	int found = 0, rc;
 
 	hang_nodes(m);
 	if (hang_node_events(m) < 0)
 		return -1;
-	for (ci = 0; ci < m->ncomms; ci++)
-		if (!m->comms[ci].retired && hang_comm(m, ci) < 0)
+	for (ci = 0; ci < m->ncomms; ci++) {
+		if (m->comms[ci].retired)
+			continue;
+		rc = hang_comm(m, ci);
+		if (rc < 0)
 			return -1;
-	return 0;
+		if (rc == HANG_FOUND)
+			found = 1;
+	}
+	return stall_detect(m, found);
 }

@@ -40,6 +40,7 @@ matrix_params_default(struct matrix_params *p)
 	p->hang_timeout = MATRIX_DEF_HANG_TIMEOUT;
 	p->node_timeout = MATRIX_DEF_NODE_TIMEOUT;
 	p->update_delta = MATRIX_DEF_UPDATE_DELTA;
+	stall_params_default(p);
 }
 
 /* 1 when p is usable (windows fit the history, thresholds sane). */
@@ -63,7 +64,7 @@ matrix_params_ok(const struct matrix_params *p)
 	/* a member is compared with at least one other (wait.c) */
 	if (p->min_group < 2)
 		return 0;
-	return 1;
+	return stall_params_ok(p);
 }
 
 /*

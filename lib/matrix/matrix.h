@@ -64,6 +64,8 @@
 #define MATRIX_DEF_HANG_TIMEOUT	  2    /* intervals without completion      */
 #define MATRIX_DEF_NODE_TIMEOUT	  2    /* intervals without any data        */
 #define MATRIX_DEF_UPDATE_DELTA	  0.10 /* slowdown change worth an update   */
+#define MATRIX_DEF_STALL_TIMEOUT  3    /* still intervals of a job stall    */
+#define MATRIX_DEF_STALL_FRAC	  0.5  /* share of the job: stall, quorum   */
 
 /* ---- enumerations ------------------------------------------------------ */
 enum matrix_transport {
@@ -353,6 +355,9 @@ struct matrix_params {
 	unsigned hang_timeout; /* intervals */
 	unsigned node_timeout; /* intervals */
 	double update_delta;
+	unsigned stall_timeout; /* intervals the job stands still: a stall */
+	double stall_frac;	/* share of devices for a stall, of hosts for a
+				   heard interval */
 };
 
 struct matrix;

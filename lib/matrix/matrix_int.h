@@ -52,6 +52,8 @@ struct host {
 	uint8_t heard;	    /* heard from in the current interval */
 	uint8_t lost;
 	uint32_t members; /* ranks of live communicators on this host */
+	uint32_t miss;	  /* intervals unheard while the job was heard */
+	uint64_t st_iv;	  /* interval + 1 it was counted in a job stall */
 };
 
 struct dev {
@@ -64,8 +66,11 @@ struct dev {
 	uint64_t blk_iv;   /* interval blocked was computed for */
 	uint64_t ref_comm; /* a (comm, rank) naming this device */
 	uint32_t ref_rank;
-	uint32_t ep_net; /* NIC port endpoint */
-	uint32_t ep_gpu; /* intra-host endpoint */
+	uint32_t ep_net;    /* NIC port endpoint */
+	uint32_t ep_gpu;    /* intra-host endpoint */
+	uint64_t hd_iv;	    /* interval + 1 a member sent its own markers */
+	uint64_t mv_iv;	    /* ... and one moved within stall_timeout */
+	uint32_t still_min; /* fewest still intervals of those members */
 };
 
 /* Per-interval aggregate of one side (row or column) of an endpoint. */
@@ -105,6 +110,10 @@ struct crank {
 	double gs, ks, ws; /* sums over this interval's summaries */
 	double gl;	   /* wait_q of each summary times its count */
 	uint64_t gn, kn, wn;
+	uint64_t h_enter; /* own markers when they last moved (hang.c) */
+	uint64_t h_done;
+	uint32_t still; /* intervals since, heard and unmoved */
+	uint8_t h_have;
 };
 
 struct comm {
@@ -308,6 +317,8 @@ struct matrix {
 
 	struct matrix_event *out;
 	uint32_t nout, cout;
+
+	uint32_t silent; /* intervals in a row without a quorum of hosts */
 };
 
 /*
@@ -356,6 +367,27 @@ int wait_detect(struct matrix *m);
  * communicator's progress; returns 0, or -1 on memory exhaustion.
  */
 int hang_detect(struct matrix *m);
+/*
+ * Sets e's domain and evidence (basis, hot_intervals = window = intervals
+ * capped at 255, z_open = e->score, slowdown_open = 1, nmembers 1 unless
+ * set) for an event of hang.c or stall.c.  Call after e->score is set.
+ */
+void hang_evidence(struct matrix_event *e, unsigned domain, unsigned basis,
+		   uint32_t intervals);
+
+/*
+ * stall.c: stalls of the whole job.  stall_detect() runs after every
+ * communicator was judged (hang nonzero when any shows a hang or a lost
+ * host): one job-stall candidate when most of the job's devices stood
+ * still for stall_timeout intervals with no hang, or when too few hosts
+ * were heard from for node_timeout + stall_timeout intervals; returns 0, or -1 on memory
+ * exhaustion.  stall_params_default() fills the stall parameters of *p
+ * with their defaults; stall_params_ok() returns 1 when they are valid,
+ * else 0.
+ */
+int stall_detect(struct matrix *m, int hang);
+void stall_params_default(struct matrix_params *p);
+int stall_params_ok(const struct matrix_params *p);
 
 /* persist.c: candidates, persistence, event lifecycle */
 #define PERSIST_IMMEDIATE 1 /* open at once (the detector timed it) */

@@ -170,17 +170,21 @@ START_TEST(test_noncomm_hang)
 	ck_assert_uint_eq(e->suspects[0].rank, 3);
 	ck_assert_uint_eq(e->suspects[0].host, 3);
 	ck_assert_uint_eq(e->hang_seq, HANG * STEPS + 1);
-	/* named within hang_timeout intervals of the stall */
+	/*
+	 * named once the others sat inside op k, entered at HANG, for
+	 * hang_timeout intervals
+	 */
 	ck_assert_uint_le(r.open_iv[MATRIX_EV_NONCOMM_HANG],
-			  HANG + MATRIX_DEF_HANG_TIMEOUT - 1);
+			  HANG + MATRIX_DEF_HANG_TIMEOUT);
 }
 END_TEST
 
 /*
  * Ops read as done when enqueued: the member that never entered op k is
  * still named, a little later (the others' op k counts as progress once);
- * a communicator where everyone stopped at the same op is quiet, and so
- * is one whose laggard is only the agent's repeat of a silent rank.
+ * a job where everyone stopped at the same op is one job stall, no hang,
+ * and one whose laggard is only the agent's repeat of a silent rank names
+ * no hang.
  */
 START_TEST(test_enqueued_completion_hang_and_quiet)
 {
@@ -194,9 +198,12 @@ START_TEST(test_enqueued_completion_hang_and_quiet)
 			  HANG * STEPS + 1);
 	ck_assert_uint_le(r.open_iv[MATRIX_EV_NONCOMM_HANG],
 			  HANG + MATRIX_DEF_HANG_TIMEOUT);
+	/* everyone stopped at op k, nothing pending: the job stalls */
 	run(QUIET, &r);
 	for (unsigned k = 0; k < MATRIX_EV_COUNT; k++)
-		ck_assert_uint_eq(r.opened[k], 0);
+		ck_assert_uint_eq(r.opened[k], k == MATRIX_EV_JOB_STALL);
+	ck_assert_uint_eq(r.first[MATRIX_EV_JOB_STALL].action,
+			  MATRIX_ACT_CHECK_JOB);
 	run(STALE, &r);
 	ck_assert_uint_eq(r.opened[MATRIX_EV_NONCOMM_HANG], 0);
 	/* everyone at op k, read done, but 1->2 stuck: a comm hang */
@@ -232,14 +239,17 @@ START_TEST(test_comm_hang)
 	ck_assert_uint_eq(e->suspects[0].host, 1);
 	ck_assert_uint_eq(e->suspects[0].peer_host, 2);
 	ck_assert_uint_le(r.open_iv[MATRIX_EV_COMM_HANG],
-			  HANG + MATRIX_DEF_HANG_TIMEOUT - 1);
+			  HANG + MATRIX_DEF_HANG_TIMEOUT);
+	ck_assert_uint_eq(e->domain, MATRIX_DOM_LINK);
+	ck_assert_uint_eq(e->action, MATRIX_ACT_CHECK_LINK);
 }
 END_TEST
 
 /*
  * A job that ends destroys its communicators and goes quiet.  Retired,
- * that silence is no hang and no lost node; not retired (the control), it
- * is both.  Opens counted over 8 silent intervals after 5 healthy ones.
+ * that silence is no event; not retired (the control), the whole job
+ * silent is one job stall.  Opens counted over 8 silent intervals after 5
+ * healthy ones.
  */
 static unsigned
 run_job_end(int retire)
