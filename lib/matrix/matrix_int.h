@@ -106,6 +106,7 @@ struct crank {
 	double gs, ks, ws; /* sums over this interval's summaries */
 	double gl;	   /* wait_q of each summary times its count */
 	uint64_t gn, kn, wn;
+	uint8_t late; /* its gap here was min_slowdown beyond the usual */
 };
 
 struct comm {
