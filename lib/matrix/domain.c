@@ -145,31 +145,6 @@ domain_isolates(unsigned action)
 	       action == MATRIX_ACT_ISOLATE_NIC;
 }
 
-static unsigned
-domain_popcount(uint64_t x)
-{
-	unsigned n = 0;
-
-	while (x) {
-		x &= x - 1;
-		n++;
-	}
-	return n;
-}
-
-/* Append a copy of e in state to the output. Returns 0 or -1. */
-static int
-domain_emit(struct matrix *m, const struct matrix_event *e, unsigned state)
-{
-	if (mem_grow((void **)&m->out, &m->cout, m->nout + 1, sizeof(*m->out)) <
-	    0)
-		return -1;
-	m->out[m->nout] = *e;
-	m->out[m->nout].state = (uint8_t)state;
-	m->nout++;
-	return 0;
-}
-
 /* The host event of host, created when make is set; NULL otherwise. */
 static struct dgrp *
 domain_group(struct matrix *m, uint32_t host, int make)
@@ -259,7 +234,7 @@ domain_group_event(struct matrix *m, struct dgrp *g)
 	e->hang_seq = 0;
 	e->isolate_host = g->host;
 	e->slowdown = exp(g->sum_r / (double)g->nmem);
-	e->domain = g->nic_only && domain_popcount(g->gpus) > 1
+	e->domain = g->nic_only && persist_popcount(g->gpus) > 1
 			    ? MATRIX_DOM_NIC
 			    : MATRIX_DOM_HOST;
 	e->evidence.gpus = g->gpus;
@@ -310,7 +285,7 @@ domain_hosts(struct matrix *m)
 		struct dgrp *g = &m->grp[i];
 
 		if (!g->open && g->nmem > 0 &&
-		    domain_popcount(g->gpus) >= m->p.host_min_devs)
+		    persist_popcount(g->gpus) >= m->p.host_min_devs)
 			g->open = 2; /* opens this interval */
 	}
 	for (i = 0; i < m->ntrk; i++) {
@@ -485,15 +460,15 @@ domain_job(struct matrix *m)
 		j->open = 1;
 		j->ev.evidence.z_open = (float)j->ev.score;
 		j->ev.evidence.slowdown_open = 1.0f;
-		return domain_emit(m, &j->ev, MATRIX_ST_OPEN);
+		return persist_emit_event(m, &j->ev, MATRIX_ST_OPEN);
 	}
 	if (open == 0) {
 		j->open = 0;
 		j->nfolded = 0;
-		return domain_emit(m, &j->ev, MATRIX_ST_RESOLVED);
+		return persist_emit_event(m, &j->ev, MATRIX_ST_RESOLVED);
 	}
 	if (j->nfolded > before)
-		return domain_emit(m, &j->ev, MATRIX_ST_UPDATED);
+		return persist_emit_event(m, &j->ev, MATRIX_ST_UPDATED);
 	return 0;
 }
 
@@ -536,7 +511,7 @@ domain_groups_emit(struct matrix *m)
 		}
 		if (st == MATRIX_EV_COUNT)
 			continue;
-		if (domain_emit(m, &g->ev, st) < 0)
+		if (persist_emit_event(m, &g->ev, st) < 0)
 			return -1;
 		g->ev.state = (uint8_t)st;
 	}
@@ -624,7 +599,7 @@ domain_tracks_emit(struct matrix *m)
 			continue;
 		}
 		t->act = t->ev.action;
-		if (domain_emit(m, &t->ev, st) < 0)
+		if (persist_emit_event(m, &t->ev, st) < 0)
 			return -1;
 	}
 	return 0;

@@ -426,6 +426,13 @@ int persist_finish(struct matrix *m);
  */
 int persist_compact(struct matrix *m);
 uint64_t persist_key(unsigned kind, uint64_t a, uint64_t b);
+/*
+ * persist_emit_event() appends a copy of e in state to m's output (0, or
+ * -1 on memory exhaustion); persist_popcount() counts the bits set in x.
+ */
+int persist_emit_event(struct matrix *m, const struct matrix_event *e,
+		       unsigned state);
+unsigned persist_popcount(uint64_t x);
 void persist_free(struct matrix *m);
 
 /*

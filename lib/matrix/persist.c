@@ -136,8 +136,8 @@ persist_observe(struct matrix *m, uint64_t key, const struct matrix_event *e,
 	return 0;
 }
 
-static unsigned
-persist_popcount(uint32_t x)
+unsigned
+persist_popcount(uint64_t x)
 {
 	unsigned n = 0;
 
@@ -197,16 +197,23 @@ persist_evidence(const struct matrix_params *p, struct track *t)
 		(uint8_t)persist_popcount(t->hist & ((1u << w) - 1));
 }
 
-static int
-persist_emit(struct matrix *m, const struct track *t, unsigned state)
+int
+persist_emit_event(struct matrix *m, const struct matrix_event *e,
+		   unsigned state)
 {
 	if (mem_grow((void **)&m->out, &m->cout, m->nout + 1, sizeof(*m->out)) <
 	    0)
 		return -1;
-	m->out[m->nout] = t->ev;
+	m->out[m->nout] = *e;
 	m->out[m->nout].state = (uint8_t)state;
 	m->nout++;
 	return 0;
+}
+
+static int
+persist_emit(struct matrix *m, const struct track *t, unsigned state)
+{
+	return persist_emit_event(m, &t->ev, state);
 }
 
 /*
