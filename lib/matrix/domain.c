@@ -129,6 +129,21 @@ domain_action(const struct matrix *m, const struct matrix_event *e)
 	return MATRIX_ACT_OBSERVE;
 }
 
+/*
+ * The action of open track t, judged on the slowdown last published: it
+ * moves by update_delta at a time, so a slowdown that hovers about
+ * isolate_slowdown does not flip the action every interval.
+ */
+static unsigned
+domain_track_action(const struct matrix *m, const struct track *t)
+{
+	struct matrix_event e = t->ev;
+
+	if (t->reported_slowdown > 0)
+		e.slowdown = t->reported_slowdown;
+	return domain_action(m, &e);
+}
+
 /* Does e meet the contract: a slow kind at z_min and min_slowdown? */
 static int
 domain_valid(const struct matrix *m, const struct matrix_event *e)
@@ -626,7 +641,7 @@ domain_finish(struct matrix *m)
 			continue;
 		}
 		t->ev.action = t->storm ? MATRIX_ACT_OBSERVE
-					: (uint8_t)domain_action(m, &t->ev);
+					: (uint8_t)domain_track_action(m, t);
 		t->pend = !t->pub && !t->grp && !t->storm &&
 			  domain_valid(m, &t->ev);
 	}

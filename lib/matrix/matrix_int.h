@@ -53,6 +53,7 @@ struct host {
 	uint8_t lost;
 	uint32_t members; /* ranks of live communicators on this host */
 	uint64_t lead_iv; /* interval + 1 a host-local comm had a late member */
+	uint64_t slow_iv; /* ... its median gap was above its own baseline */
 };
 
 struct dev {
@@ -119,6 +120,8 @@ struct comm {
 	uint8_t any_done;
 	uint8_t retired; /* destroyed by the job: ignored from then on */
 	uint8_t local;	 /* every member on one host (tensor parallel) */
+	uint8_t gwarm;	 /* host-local: clean samples of gbase */
+	float gbase;	 /* host-local: baseline of its median log gap */
 };
 
 /*

@@ -257,16 +257,44 @@ wait_others(const struct matrix *m, const struct comm *c, uint32_t rank,
 }
 
 /*
+ * A host-local communicator's median log gap medg against its own
+ * baseline: min_slowdown above it (once warm) marks the host as computing
+ * slower than it used to, the sign of a host slowed as a whole that
+ * wait_waited() needs; otherwise the baseline learns from it.
+ */
+static void
+wait_local(struct matrix *m, struct comm *c, float medg)
+{
+	float a;
+
+	if (c->gwarm >= m->p.warm_intervals && medg - c->gbase >= m->lmin) {
+		m->hosts[m->devs[c->dev[0]].hidx].slow_iv = m->iv + 1;
+		return;
+	}
+	a = c->gwarm < m->inv_len ? m->inv[c->gwarm] : (float)m->p.base_alpha;
+	c->gbase += a * (medg - c->gbase);
+	if (c->gwarm < UINT8_MAX)
+		c->gwarm++;
+}
+
+/*
  * The member everyone else waits for, though its own gap here is usual:
- * its kernels are the shortest by min_slowdown and z_min over the
- * members' spread, its waits at most the median.  It is late because of
- * what it did before, on other communicators: a host slowed as a whole
- * is equally late inside its own (tensor-parallel) communicator, so only
- * the cross-host communicators show it, as this.  Not when a host-local
+ * its kernels are the shortest by cold_slowdown and cold_z_min over the
+ * members' spread, its waits at most the median.  Kernel times are
+ * compared across members only, never with a baseline of the member's
+ * own, so the thresholds are those before a baseline exists: the last
+ * to arrive by chance, a few percent late, is no culprit.  It is late because
+ * of what it did before, on other communicators: a host slowed as a whole is
+ * equally late inside its own (tensor-parallel) communicator, so only the
+ * cross-host communicators show it, as this.  Only when a host-local
+ * communicator of its host computes slower than it used to (wait_local),
+ * which a rank late from waiting on another (a pipeline stage behind a
+ * slow one) does not.  Not when a host-local
  * communicator of its host had a late member of its own within weak_n
  * intervals (one slow GPU makes its whole host late: the gap names it).
- * The slowdown is the others' cycle (usual gap and kernel) over its own;
- * the evidence is weak (weak_k of weak_n).  Returns 0 or -1.
+ * The slowdown, the others' cycle (usual gap and kernel) over its own,
+ * must reach cold_slowdown too; the evidence is weak (weak_k of weak_n).
+ * Returns 0 or -1.
  */
 static int
 wait_waited(struct matrix *m, struct comm *c)
@@ -285,16 +313,17 @@ wait_waited(struct matrix *m, struct comm *c)
 		const struct host *h = &m->hosts[m->devs[c->dev[r]].hidx];
 		float x = medk - rs->lk, lr;
 
-		if (!wait_fresh(m, rs) || rs->late || x < m->lmin ||
-		    x < (float)p->z_min * sig)
+		if (!wait_fresh(m, rs) || rs->late || x < m->lcold ||
+		    x < (float)p->cold_z_min * sig)
 			continue;
 		if (!isnan(medw) && !isnan(rs->lw) && rs->lw > medw)
 			continue;
-		if (h->lead_iv != 0 && h->lead_iv + p->weak_n > m->iv + 1)
+		if (h->slow_iv != m->iv + 1 ||
+		    (h->lead_iv != 0 && h->lead_iv + p->weak_n > m->iv + 1))
 			continue;
 		g = expf(wait_others(m, c, r, v));
 		lr = logf((g + expf(medk)) / (g + expf(rs->lk)));
-		if (lr < m->lmin)
+		if (lr < m->lcold)
 			continue;
 		if (wait_observe(m, c, r, lr, x / sig, PERSIST_WEAK,
 				 MATRIX_BASIS_KERNEL) < 0)
@@ -354,6 +383,8 @@ wait_comm(struct matrix *m, struct comm *c)
 		v[n++] = rs->lg;
 	}
 	medg = matrix_median(v, n);
+	if (c->local)
+		wait_local(m, c, medg);
 	n = 0;
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
