@@ -354,6 +354,7 @@ struct matrix {
 	uint64_t *blamed; /* per host index: interval + 1 last blamed */
 	uint32_t cblamed;
 	uint64_t ndropped; /* events that broke the contract */
+	uint64_t slow_iv;  /* interval + 1 some host computed slower (wait.c) */
 };
 
 /*

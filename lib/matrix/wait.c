@@ -269,6 +269,7 @@ wait_local(struct matrix *m, struct comm *c, float medg)
 
 	if (c->gwarm >= m->p.warm_intervals && medg - c->gbase >= m->lmin) {
 		m->hosts[m->devs[c->dev[0]].hidx].slow_iv = m->iv + 1;
+		m->slow_iv = m->iv + 1;
 		return;
 	}
 	a = c->gwarm < m->inv_len ? m->inv[c->gwarm] : (float)m->p.base_alpha;
@@ -461,7 +462,8 @@ wait_comm(struct matrix *m, struct comm *c)
 		if (rs->gwarm < UINT8_MAX)
 			rs->gwarm++;
 	}
-	if (!small && !c->local)
+	/* local ones are judged first: no host slower, nothing to do */
+	if (!small && !c->local && m->slow_iv == m->iv + 1)
 		return wait_waited(m, c);
 	return 0;
 }
