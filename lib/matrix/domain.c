@@ -380,6 +380,8 @@ domain_job_suspect(struct matrix *m, const struct matrix_suspect *s)
 	for (i = 0; i < e->nsuspects; i++)
 		if (e->suspects[i].host == s->host)
 			return;
+	if (e->nsuspects == 0)
+		e->isolate_host = s->host; /* named, never isolated */
 	if (e->nsuspects < MATRIX_MAX_SUSPECTS) {
 		e->suspects[e->nsuspects] = *s;
 		e->suspects[e->nsuspects].role = MATRIX_ROLE_HOST;

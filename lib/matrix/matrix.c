@@ -610,11 +610,11 @@ int
 matrix_event_describe(const struct matrix_event *e, char *buf, size_t len)
 {
 	const struct matrix_suspect *s = e->nsuspects ? &e->suspects[0] : NULL;
-	const char *act = e->action == MATRIX_ACT_ISOLATE_HOST ? "isolate host"
-			  : e->action == MATRIX_ACT_CHECK_LINK
-				  ? "check the path from host"
-			  : e->action == MATRIX_ACT_OBSERVE ? "investigate host"
-							    : "watch host";
+	static const char *const acts[MATRIX_ACT_COUNT] = {
+		"investigate host", "isolate host", "isolate the NIC of host",
+		"check the path from host", "check the job, first blamed host"};
+	const char *act =
+		e->action < MATRIX_ACT_COUNT ? acts[e->action] : "watch host";
 	char where[96] = "";
 
 	if (buf == NULL || len == 0)
