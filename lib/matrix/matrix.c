@@ -41,6 +41,13 @@ matrix_params_default(struct matrix_params *p)
 	p->node_timeout = MATRIX_DEF_NODE_TIMEOUT;
 	p->update_delta = MATRIX_DEF_UPDATE_DELTA;
 	stall_params_default(p);
+	p->resolve_max = MATRIX_DEF_RESOLVE_MAX;
+	p->host_min_devs = MATRIX_DEF_HOST_MIN_DEVS;
+	p->storm_frac = MATRIX_DEF_STORM_FRAC;
+	p->storm_min_hosts = MATRIX_DEF_STORM_MIN;
+	p->storm_window = MATRIX_DEF_STORM_WINDOW;
+	p->isolate_conf = MATRIX_DEF_ISOLATE_CONF;
+	p->isolate_slowdown = MATRIX_DEF_ISOLATE_SLOW;
 }
 
 /* 1 when p is usable (windows fit the history, thresholds sane). */
@@ -64,7 +71,16 @@ matrix_params_ok(const struct matrix_params *p)
 	/* a member is compared with at least one other (wait.c) */
 	if (p->min_group < 2)
 		return 0;
-	return stall_params_ok(p);
+	if (!stall_params_ok(p))
+		return 0;
+	/* the final pass (domain.c); clean runs count to 255 */
+	if (p->resolve_max < p->resolve_n || p->resolve_max > 64 ||
+	    p->host_min_devs < 1 || !(p->storm_frac >= 0) ||
+	    !(p->storm_frac <= 1) || p->storm_min_hosts < 1 ||
+	    p->storm_window < 1 || !(p->isolate_conf >= 0) ||
+	    !(p->isolate_conf <= 1) || !(p->isolate_slowdown >= 1.0))
+		return 0;
+	return 1;
 }
 
 /*
@@ -132,6 +148,7 @@ matrix_free(struct matrix *m)
 	mem_free(m->out);
 	mem_free(m->stuck);
 	persist_free(m);
+	domain_free(m);
 	mem_map_free(&m->comm_map);
 	mem_map_free(&m->host_map);
 	mem_map_free(&m->dev_map);
@@ -313,6 +330,10 @@ matrix_comm_add(struct matrix *m, uint64_t comm, uint32_t nranks,
 			goto fail;
 	if (mem_map_put(&m->comm_map, comm, m->ncomms) < 0)
 		goto fail;
+	c->local = 1;
+	for (r = 1; r < nranks; r++)
+		if (map[r].host != map[0].host)
+			c->local = 0;
 	m->ncomms++;
 	matrix_comm_members(m, c, 1);
 	return 0;
@@ -491,7 +512,8 @@ matrix_analyze(struct matrix *m, const struct matrix_input *in,
 		goto fail;
 	if (cell_detect(m) < 0 || wait_detect(m) < 0 || hang_detect(m) < 0)
 		goto fail;
-	if (persist_finish(m) < 0)
+	if (persist_finish(m) < 0 || domain_finish(m) < 0 ||
+	    persist_compact(m) < 0)
 		goto fail;
 	m->nanalyzed++;
 	*ev = m->out;
@@ -502,6 +524,13 @@ fail:
 	*ev = NULL;
 	*nev = 0;
 	return -1;
+}
+
+/* Events the final pass dropped for breaking the contract. */
+uint64_t
+matrix_dropped(const struct matrix *m)
+{
+	return m != NULL ? m->ndropped : 0;
 }
 
 /* Number of connections (cells) the engine holds state for. */
@@ -584,11 +613,11 @@ int
 matrix_event_describe(const struct matrix_event *e, char *buf, size_t len)
 {
 	const struct matrix_suspect *s = e->nsuspects ? &e->suspects[0] : NULL;
-	const char *act = e->action == MATRIX_ACT_ISOLATE_HOST ? "isolate host"
-			  : e->action == MATRIX_ACT_CHECK_LINK
-				  ? "check the path from host"
-			  : e->action == MATRIX_ACT_OBSERVE ? "investigate host"
-							    : "watch host";
+	static const char *const acts[MATRIX_ACT_COUNT] = {
+		"investigate host", "isolate host", "isolate the NIC of host",
+		"check the path from host", "check the job, first blamed host"};
+	const char *act =
+		e->action < MATRIX_ACT_COUNT ? acts[e->action] : "watch host";
 	char where[96] = "";
 
 	if (buf == NULL || len == 0)

@@ -66,6 +66,13 @@
 #define MATRIX_DEF_UPDATE_DELTA	  0.10 /* slowdown change worth an update   */
 #define MATRIX_DEF_STALL_TIMEOUT  3    /* still intervals of a job stall    */
 #define MATRIX_DEF_STALL_FRAC	  0.5  /* share of the job: stall, quorum   */
+#define MATRIX_DEF_RESOLVE_MAX	  12   /* most clean intervals to resolve   */
+#define MATRIX_DEF_HOST_MIN_DEVS  2    /* devices of one host: host event   */
+#define MATRIX_DEF_STORM_FRAC	  0.25 /* share of hosts blamed: a storm    */
+#define MATRIX_DEF_STORM_MIN	  3    /* ... and at least this many hosts  */
+#define MATRIX_DEF_STORM_WINDOW	  3    /* intervals a blame counts for      */
+#define MATRIX_DEF_ISOLATE_CONF	  0.9  /* least confidence for isolation    */
+#define MATRIX_DEF_ISOLATE_SLOW	  1.5  /* least slowdown for isolation      */
 
 /* ---- enumerations ------------------------------------------------------ */
 enum matrix_transport {
@@ -358,6 +365,18 @@ struct matrix_params {
 	unsigned stall_timeout; /* intervals the job stands still: a stall */
 	double stall_frac;	/* share of devices for a stall, of hosts for a
 				   heard interval */
+	/*
+	 * An open event resolves after max(resolve_n, twice the longest
+	 * clean run seen inside it) clean intervals, at most resolve_max: an
+	 * intermittent fault stays one event.
+	 */
+	unsigned resolve_max;
+	unsigned host_min_devs;	  /* devices of one host slow: one host event */
+	double storm_frac;	  /* more than this share of the hosts ...   */
+	unsigned storm_min_hosts; /* ... and at least this many blamed ...  */
+	unsigned storm_window;	  /* ... within this many intervals: storm */
+	double isolate_conf;	  /* least confidence for an isolation      */
+	double isolate_slowdown;  /* least slowdown for isolating (slow)    */
 };
 
 struct matrix;
@@ -418,6 +437,13 @@ int matrix_analyze(struct matrix *m, const struct matrix_input *in,
 void matrix_open_each(const struct matrix *m,
 		      void (*fn)(const struct matrix_event *e, void *arg),
 		      void *arg);
+/*
+ * Returns how many events the final pass dropped since the engine was
+ * created because they broke the event contract (a slow kind whose score
+ * is below z_min, or a slowdown below min_slowdown).  Such a candidate
+ * stays tracked and is published once its evidence meets the contract.
+ */
+uint64_t matrix_dropped(const struct matrix *m);
 /* Returns how many connections (cells) the engine holds state for. */
 size_t matrix_ncells(const struct matrix *m);
 /*

@@ -54,6 +54,8 @@ struct host {
 	uint32_t members; /* ranks of live communicators on this host */
 	uint32_t miss;	  /* intervals unheard while the job was heard */
 	uint64_t st_iv;	  /* interval + 1 it was counted in a job stall */
+	uint64_t lead_iv; /* interval + 1 a host-local comm had a late member */
+	uint64_t slow_iv; /* ... its median gap was above its own baseline */
 };
 
 struct dev {
@@ -114,6 +116,7 @@ struct crank {
 	uint64_t h_done;
 	uint32_t still; /* intervals since, heard and unmoved */
 	uint8_t h_have;
+	uint8_t late; /* its gap here was min_slowdown beyond the usual */
 };
 
 struct comm {
@@ -125,6 +128,9 @@ struct comm {
 	uint32_t stall; /* consecutive intervals without completion */
 	uint8_t any_done;
 	uint8_t retired; /* destroyed by the job: ignored from then on */
+	uint8_t local;	 /* every member on one host (tensor parallel) */
+	uint8_t gwarm;	 /* host-local: clean samples of gbase */
+	float gbase;	 /* host-local: baseline of its median log gap */
 };
 
 /*
@@ -251,6 +257,37 @@ struct track {
 	uint32_t hits_r;
 	double sum_r;
 	struct matrix_event ev;
+	/* final pass (domain.c) */
+	uint8_t pub;	/* its OPEN was published as an event of its own */
+	uint8_t pend;	/* open, meets the contract, not yet published */
+	uint8_t storm;	/* folded into (or retracted by) the job event */
+	uint8_t act;	/* action last published */
+	uint64_t grp;	/* key of the host event it is folded into, or 0 */
+	uint8_t clean;	/* clean intervals since its last evidence */
+	uint8_t gapmax; /* longest clean run inside the open event */
+};
+
+/*
+ * A host (or job) event of the final pass: concurrent anomalies of one
+ * host reported once (domain.c).
+ */
+struct dgrp {
+	uint64_t key; /* event id */
+	uint32_t host;
+	uint8_t open;
+	uint8_t live;
+	uint8_t storm;	  /* folded into the job event */
+	uint8_t pub;	  /* its OPEN was published */
+	uint8_t act;	  /* action last published */
+	uint8_t nic_only; /* every member a port side of one NIC */
+	uint16_t nic;
+	uint32_t nmem;	  /* members open now */
+	uint32_t nfolded; /* members counted so far */
+	uint32_t nrep;	  /* ... as last published */
+	uint64_t gpus;	  /* devices with evidence, bit gpu & 63 */
+	double sum_r;	  /* members' log slowdowns this interval */
+	double reported_slowdown;
+	struct matrix_event ev;
 };
 
 struct matrix {
@@ -319,6 +356,15 @@ struct matrix {
 	uint32_t nout, cout;
 
 	uint32_t silent; /* intervals in a row without a quorum of hosts */
+	/* final pass (domain.c) */
+	struct u64map grp_map; /* host -> host event */
+	struct dgrp *grp;
+	uint32_t ngrp, cgrp;
+	struct dgrp job;  /* the job event (storm, job-wide stall) */
+	uint64_t *blamed; /* per host index: interval + 1 last blamed */
+	uint32_t cblamed;
+	uint64_t ndropped; /* events that broke the contract */
+	uint64_t slow_iv;  /* interval + 1 some host computed slower (wait.c) */
 };
 
 /*
@@ -380,10 +426,10 @@ void hang_evidence(struct matrix_event *e, unsigned domain, unsigned basis,
  * communicator was judged (hang nonzero when any shows a hang or a lost
  * host): one job-stall candidate when most of the job's devices stood
  * still for stall_timeout intervals with no hang, or when too few hosts
- * were heard from for node_timeout + stall_timeout intervals; returns 0, or -1 on memory
- * exhaustion.  stall_params_default() fills the stall parameters of *p
- * with their defaults; stall_params_ok() returns 1 when they are valid,
- * else 0.
+ * were heard from for node_timeout + stall_timeout intervals; returns 0, or -1
+ * on memory exhaustion.  stall_params_default() fills the stall parameters of
+ * *p with their defaults; stall_params_ok() returns 1 when they are valid, else
+ * 0.
  */
 int stall_detect(struct matrix *m, int hang);
 void stall_params_default(struct matrix_params *p);
@@ -408,7 +454,36 @@ int persist_observe(struct matrix *m, uint64_t key,
 		    const struct matrix_event *e, unsigned flags,
 		    const struct probe *pr);
 int persist_finish(struct matrix *m);
+/*
+ * persist_compact() forgets the candidates persist_finish() let go of
+ * (resolved, or quiet without opening); the final pass runs between the
+ * two.  Returns 0, or -1 on memory exhaustion.
+ */
+int persist_compact(struct matrix *m);
 uint64_t persist_key(unsigned kind, uint64_t a, uint64_t b);
+/*
+ * persist_emit_event() appends a copy of e in state to m's output (0, or
+ * -1 on memory exhaustion); persist_popcount() counts the bits set in x.
+ */
+int persist_emit_event(struct matrix *m, const struct matrix_event *e,
+		       unsigned state);
+unsigned persist_popcount(uint64_t x);
 void persist_free(struct matrix *m);
+
+/*
+ * domain.c: the final pass over an interval's events, after
+ * persist_finish() and before persist_compact().  Sets every event's
+ * fault domain and evidence basis (domain_classify(), which only reads m's
+ * parameters), drops events that break the contract (a slow kind below
+ * z_min or min_slowdown: counted in m->ndropped), folds concurrent
+ * anomalies of one host into one host-slow event, turns a storm of
+ * blamed hosts into one job-stall event, and decides every action
+ * (domain_action()).  domain_finish() returns 0, or -1 on memory
+ * exhaustion; domain_free() frees its state (m stays).
+ */
+void domain_classify(struct matrix_event *e);
+unsigned domain_action(const struct matrix *m, const struct matrix_event *e);
+int domain_finish(struct matrix *m);
+void domain_free(struct matrix *m);
 
 #endif /* MATRIX_INT_H */

@@ -9,7 +9,11 @@
  * thousands of links a z of 4 to 6 twice in a row happens by chance; a
  * real fault keeps it up. UPDATED when
  * the slowdown moved by update_delta, RESOLVED after resolve_n clean
- * intervals. One key has at most one open event; the event id is the key.
+ * intervals, or twice the longest clean run seen inside the event if that
+ * is longer (at most resolve_max), so an intermittent fault stays one
+ * event. One key has at most one open event; the event id is the key.
+ * What is published (and with which action) the final pass decides
+ * (domain.c).
  */
 #include <math.h>
 #include <string.h>
@@ -109,13 +113,19 @@ persist_observe(struct matrix *m, uint64_t key, const struct matrix_event *e,
 		t->sscore = e->score;
 	if (!t->seen) {
 		uint64_t first = t->ev.first_interval;
-		uint8_t state = t->ev.state;
+		uint8_t state = t->ev.state, act = t->ev.action;
+		struct matrix_evidence ex = t->ev.evidence;
 
 		t->seen = 1;
 		t->ev = *e;
 		t->ev.id = key;
 		t->ev.first_interval = first;
 		t->ev.state = state;
+		if (t->open) {
+			/* what it opened with, and its published action */
+			t->ev.evidence = ex;
+			t->ev.action = act;
+		}
 		t->sum_r = log(e->slowdown > 0 ? e->slowdown : 1.0);
 		t->hits_r = 1;
 		return 0;
@@ -126,8 +136,8 @@ persist_observe(struct matrix *m, uint64_t key, const struct matrix_event *e,
 	return 0;
 }
 
-static unsigned
-persist_popcount(uint32_t x)
+unsigned
+persist_popcount(uint64_t x)
 {
 	unsigned n = 0;
 
@@ -159,16 +169,51 @@ persist_sampled(const struct matrix *m, const struct track *t)
 	return 1;
 }
 
-static int
-persist_emit(struct matrix *m, const struct track *t, unsigned state)
+/*
+ * Clean intervals after which open track t resolves: resolve_n, or twice
+ * the longest clean run seen inside the event (a fault slow one interval
+ * in three has runs of two), at most resolve_max.
+ */
+static unsigned
+persist_resolve_after(const struct matrix_params *p, const struct track *t)
+{
+	unsigned n = 2u * t->gapmax;
+
+	if (n > p->resolve_max)
+		n = p->resolve_max;
+	return n > p->resolve_n ? n : p->resolve_n;
+}
+
+/* The evidence an event opens with: its score, slowdown and history. */
+static void
+persist_evidence(const struct matrix_params *p, struct track *t)
+{
+	unsigned w = p->persist_n > p->weak_n ? p->persist_n : p->weak_n;
+
+	t->ev.evidence.z_open = (float)t->ev.score;
+	t->ev.evidence.slowdown_open = (float)t->ev.slowdown;
+	t->ev.evidence.window = (uint8_t)w;
+	t->ev.evidence.hot_intervals =
+		(uint8_t)persist_popcount(t->hist & ((1u << w) - 1));
+}
+
+int
+persist_emit_event(struct matrix *m, const struct matrix_event *e,
+		   unsigned state)
 {
 	if (mem_grow((void **)&m->out, &m->cout, m->nout + 1, sizeof(*m->out)) <
 	    0)
 		return -1;
-	m->out[m->nout] = t->ev;
+	m->out[m->nout] = *e;
 	m->out[m->nout].state = (uint8_t)state;
 	m->nout++;
 	return 0;
+}
+
+static int
+persist_emit(struct matrix *m, const struct track *t, unsigned state)
+{
+	return persist_emit_event(m, &t->ev, state);
 }
 
 /*
@@ -182,8 +227,7 @@ persist_finish(struct matrix *m)
 	const struct matrix_params *p = &m->p;
 	uint32_t nmask = (1u << p->persist_n) - 1;
 	uint32_t wmask = (1u << p->weak_n) - 1;
-	uint32_t rmask = (1u << p->resolve_n) - 1;
-	uint32_t i, j;
+	uint32_t i;
 
 	for (i = 0; i < m->ntrk; i++) {
 		struct track *t = &m->trk[i];
@@ -200,6 +244,7 @@ persist_finish(struct matrix *m)
 		t->acc_strong = 0;
 		hits = persist_popcount(t->hist & nmask);
 		if (t->seen) {
+			domain_classify(&t->ev);
 			t->ev.slowdown = exp(t->sum_r / t->hits_r);
 			t->ev.last_interval = m->iv;
 			if (!t->immediate)
@@ -220,8 +265,10 @@ persist_finish(struct matrix *m)
 					if (t->hist & (1u << b))
 						old = b;
 				t->open = 1;
+				t->clean = t->gapmax = 0;
 				t->ev.first_interval = m->iv - old;
 				t->reported_slowdown = t->ev.slowdown;
+				persist_evidence(p, t);
 				if (persist_emit(m, t, MATRIX_ST_OPEN) < 0)
 					return -1;
 				t->ev.state = MATRIX_ST_OPEN;
@@ -231,19 +278,34 @@ persist_finish(struct matrix *m)
 		} else if (t->seen) {
 			double d = t->ev.slowdown / t->reported_slowdown - 1.0;
 
+			if (t->clean > t->gapmax)
+				t->gapmax = t->clean;
+			t->clean = 0;
 			if (fabs(d) >= p->update_delta) {
 				t->reported_slowdown = t->ev.slowdown;
 				if (persist_emit(m, t, MATRIX_ST_UPDATED) < 0)
 					return -1;
 				t->ev.state = MATRIX_ST_UPDATED;
 			}
-		} else if ((t->hist & rmask) == 0) {
+		} else if (++t->clean >= persist_resolve_after(p, t)) {
 			if (persist_emit(m, t, MATRIX_ST_RESOLVED) < 0)
 				return -1;
 			t->live = 0;
 		}
 		t->seen = 0;
 	}
+	return 0;
+}
+
+/*
+ * Forget the candidates persist_finish() let go of, keeping the map's
+ * indices right. Returns 0 or -1 on memory exhaustion.
+ */
+int
+persist_compact(struct matrix *m)
+{
+	uint32_t i, j;
+
 	/* compact, keeping the map's indices right */
 	for (i = j = 0; i < m->ntrk; i++) {
 		if (!m->trk[i].live) {
@@ -261,6 +323,12 @@ persist_finish(struct matrix *m)
 	return 0;
 }
 
+/*
+ * Every published event open now: candidates published as events of their
+ * own (folded members stay published until they resolve), host events and
+ * the job event.  Unpublished candidates (folded before their OPEN, or
+ * below the contract) are no events.
+ */
 void
 matrix_open_each(const struct matrix *m,
 		 void (*fn)(const struct matrix_event *e, void *arg), void *arg)
@@ -270,8 +338,13 @@ matrix_open_each(const struct matrix *m,
 	if (m == NULL || fn == NULL)
 		return;
 	for (i = 0; i < m->ntrk; i++)
-		if (m->trk[i].open && m->trk[i].live)
+		if (m->trk[i].open && m->trk[i].live && m->trk[i].pub)
 			fn(&m->trk[i].ev, arg);
+	for (i = 0; i < m->ngrp; i++)
+		if (m->grp[i].open && m->grp[i].live)
+			fn(&m->grp[i].ev, arg);
+	if (m->job.open)
+		fn(&m->job.ev, arg);
 }
 
 /* Free the tracked candidates and events (m itself stays). */

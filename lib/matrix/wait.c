@@ -138,7 +138,7 @@ wait_fresh(const struct matrix *m, const struct crank *rs)
  */
 static int
 wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
-	     float z, float cost)
+	     float z, unsigned flags, unsigned basis)
 {
 	struct matrix_event e;
 	struct probe pr;
@@ -153,11 +153,11 @@ wait_observe(struct matrix *m, const struct comm *c, uint32_t rank, float r,
 	e.cells[0].z = z;
 	e.slowdown = exp(r);
 	e.score = z;
+	e.evidence.basis = (uint8_t)basis;
 	pr.kind = PROBE_RANK;
 	pr.a = (uint32_t)(c - m->comms);
 	pr.b = rank;
-	return persist_observe(m, key, &e,
-			       cost < 2.0f * m->lmin ? PERSIST_WEAK : 0, &pr);
+	return persist_observe(m, key, &e, flags, &pr);
 }
 
 /*
@@ -257,6 +257,83 @@ wait_others(const struct matrix *m, const struct comm *c, uint32_t rank,
 }
 
 /*
+ * A host-local communicator's median log gap medg against its own
+ * baseline: min_slowdown above it (once warm) marks the host as computing
+ * slower than it used to, the sign of a host slowed as a whole that
+ * wait_waited() needs; otherwise the baseline learns from it.
+ */
+static void
+wait_local(struct matrix *m, struct comm *c, float medg)
+{
+	float a;
+
+	if (c->gwarm >= m->p.warm_intervals && medg - c->gbase >= m->lmin) {
+		m->hosts[m->devs[c->dev[0]].hidx].slow_iv = m->iv + 1;
+		m->slow_iv = m->iv + 1;
+		return;
+	}
+	a = c->gwarm < m->inv_len ? m->inv[c->gwarm] : (float)m->p.base_alpha;
+	c->gbase += a * (medg - c->gbase);
+	if (c->gwarm < UINT8_MAX)
+		c->gwarm++;
+}
+
+/*
+ * The member everyone else waits for, though its own gap here is usual:
+ * its kernels are the shortest by cold_slowdown and cold_z_min over the
+ * members' spread, its waits at most the median.  Kernel times are
+ * compared across members only, never with a baseline of the member's
+ * own, so the thresholds are those before a baseline exists: the last
+ * to arrive by chance, a few percent late, is no culprit.  It is late because
+ * of what it did before, on other communicators: a host slowed as a whole is
+ * equally late inside its own (tensor-parallel) communicator, so only the
+ * cross-host communicators show it, as this.  Only when a host-local
+ * communicator of its host computes slower than it used to (wait_local),
+ * which a rank late from waiting on another (a pipeline stage behind a
+ * slow one) does not.  Not when a host-local
+ * communicator of its host had a late member of its own within weak_n
+ * intervals (one slow GPU makes its whole host late: the gap names it).
+ * The slowdown, the others' cycle (usual gap and kernel) over its own,
+ * must reach cold_slowdown too; the evidence is weak (weak_k of weak_n).
+ * Returns 0 or -1.
+ */
+static int
+wait_waited(struct matrix *m, struct comm *c)
+{
+	const struct matrix_params *p = &m->p;
+	float *v = m->scratch, medk, medw, sig, g;
+	uint32_t r, n = 0;
+
+	wait_medians(m, c, &medk, &medw);
+	for (r = 0; r < c->nranks; r++)
+		if (wait_fresh(m, &c->rs[r]))
+			v[n++] = fabsf(c->rs[r].lk - medk);
+	sig = fmaxf(1.4826f * matrix_median(v, n), (float)p->sigma_floor);
+	for (r = 0; r < c->nranks; r++) {
+		const struct crank *rs = &c->rs[r];
+		const struct host *h = &m->hosts[m->devs[c->dev[r]].hidx];
+		float x = medk - rs->lk, lr;
+
+		if (!wait_fresh(m, rs) || rs->late || x < m->lcold ||
+		    x < (float)p->cold_z_min * sig)
+			continue;
+		if (!isnan(medw) && !isnan(rs->lw) && rs->lw > medw)
+			continue;
+		if (h->slow_iv != m->iv + 1 ||
+		    (h->lead_iv != 0 && h->lead_iv + p->weak_n > m->iv + 1))
+			continue;
+		g = expf(wait_others(m, c, r, v));
+		lr = logf((g + expf(medk)) / (g + expf(rs->lk)));
+		if (lr < m->lcold)
+			continue;
+		if (wait_observe(m, c, r, lr, x / sig, PERSIST_WEAK,
+				 MATRIX_BASIS_KERNEL) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
  * Judge one communicator: medians of log gap, log kernel time and log wait
  * over the members that reported, each member's gap against the median
  * and its own baseline, a robust z over the members, the wait-chain
@@ -307,6 +384,8 @@ wait_comm(struct matrix *m, struct comm *c)
 		v[n++] = rs->lg;
 	}
 	medg = matrix_median(v, n);
+	if (c->local)
+		wait_local(m, c, medg);
 	n = 0;
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
@@ -335,6 +414,9 @@ wait_comm(struct matrix *m, struct comm *c)
 		q = rs->lg - medg;
 		x = (warm ? q - rs->gbase : q) - medr;
 		z = x / (small ? wait_own_sigma(m, rs) : sig);
+		rs->late = x >= m->lmin;
+		if (c->local && rs->late && z >= (float)p->z_min)
+			m->hosts[m->devs[c->dev[r]].hidx].lead_iv = m->iv + 1;
 		if (warm)
 			hot = x >= m->lmin && z >= (float)p->z_min;
 		else if (small)
@@ -359,7 +441,10 @@ wait_comm(struct matrix *m, struct comm *c)
 		if (hot && cost < m->lmin)
 			hot = 0;
 		if (hot) {
-			if (wait_observe(m, c, r, lr, z, cost) < 0)
+			if (wait_observe(m, c, r, lr, z,
+					 cost < 2.0f * m->lmin ? PERSIST_WEAK
+							       : 0,
+					 MATRIX_BASIS_WAIT) < 0)
 				return -1;
 			continue;
 		}
@@ -377,6 +462,9 @@ wait_comm(struct matrix *m, struct comm *c)
 		if (rs->gwarm < UINT8_MAX)
 			rs->gwarm++;
 	}
+	/* local ones are judged first: no host slower, nothing to do */
+	if (!small && !c->local && m->slow_iv == m->iv + 1)
+		return wait_waited(m, c);
 	return 0;
 }
 
@@ -385,6 +473,7 @@ int
 wait_detect(struct matrix *m)
 {
 	uint32_t ci, maxn = 0;
+	int pass;
 
 	for (ci = 0; ci < m->ncomms; ci++)
 		if (m->comms[ci].nranks > maxn)
@@ -392,11 +481,16 @@ wait_detect(struct matrix *m)
 	if (mem_grow((void **)&m->scratch, &m->cscratch, 2 * maxn + 1,
 		     sizeof(*m->scratch)) < 0)
 		return -1;
-	for (ci = 0; ci < m->ncomms; ci++) {
-		if (m->comms[ci].nranks < 2 || m->comms[ci].retired)
-			continue;
-		if (wait_comm(m, &m->comms[ci]) < 0)
-			return -1;
-	}
+	/* host-local communicators first: they say whose host leads */
+	for (pass = 0; pass < 2; pass++)
+		for (ci = 0; ci < m->ncomms; ci++) {
+			struct comm *c = &m->comms[ci];
+
+			if (c->nranks < 2 || c->retired ||
+			    c->local != (pass == 0))
+				continue;
+			if (wait_comm(m, c) < 0)
+				return -1;
+		}
 	return 0;
 }

@@ -66,6 +66,7 @@ static uint32_t
 finish(struct matrix *m)
 {
 	ck_assert_int_eq(persist_finish(m), 0);
+	ck_assert_int_eq(persist_compact(m), 0);
 	return m->nout;
 }
 
@@ -161,14 +162,56 @@ START_TEST(test_one_event_until_resolved)
 	 * nothing new, in particular no second opening. */
 	replay(m, 3, KEY, 6.0, 0, "x..x", "0000");
 	ck_assert_uint_eq(m->ntrk, 1);
-	/* Three clean intervals resolve it, last seen in interval 6. */
-	replay(m, 7, KEY, 6.0, 0, "...", "001");
+	/* Having been clean for two intervals and back, it needs twice
+	 * that (4 > resolve_n) to resolve, last seen in interval 6. */
+	replay(m, 7, KEY, 6.0, 0, "....", "0001");
 	expect_event(m, KEY, MATRIX_ST_RESOLVED, 1, 6);
 	ck_assert_uint_eq(m->ntrk, 0);
 	/* Resolved means forgotten: hot again is a new event, after k. */
-	replay(m, 10, KEY, 6.0, 0, ".xx", "001");
-	expect_event(m, KEY, MATRIX_ST_OPEN, 11, 12);
+	replay(m, 11, KEY, 6.0, 0, ".xx", "001");
+	expect_event(m, KEY, MATRIX_ST_OPEN, 12, 13);
+	/* Steadily hot, it resolves after resolve_n clean intervals. */
+	replay(m, 14, KEY, 6.0, 0, "x...", "0001");
+	expect_event(m, KEY, MATRIX_ST_RESOLVED, 12, 14);
 	matrix_free(m);
+}
+END_TEST
+
+START_TEST(test_flapping_one_event)
+{
+	struct matrix *m = engine();
+
+	/* Strong evidence in two of three opens it; slow one interval in
+	 * three from then on, it stays one event for the fault's life ... */
+	replay(m, 1, KEY, 6.0, 0, "xx", "01");
+	replay(m, 3, KEY, 6.0, 0, "..x..x..x..x..x..x", "000000000000000000");
+	ck_assert_uint_eq(m->ntrk, 1);
+	ck_assert_uint_eq(m->trk[0].ev.last_interval, 20);
+	/* ... and resolves after twice its longest clean run. */
+	replay(m, 21, KEY, 6.0, 0, "....", "0001");
+	expect_event(m, KEY, MATRIX_ST_RESOLVED, 1, 20);
+	matrix_free(m);
+}
+END_TEST
+
+START_TEST(test_resolve_max_caps_the_wait)
+{
+	struct matrix_params p;
+	struct matrix *m;
+
+	matrix_params_default(&p);
+	p.resolve_n = 4;
+	p.resolve_max = 5;
+	m = matrix_new(&p);
+	ck_assert_ptr_nonnull(m);
+	/* A clean run of three inside it would ask for six: capped. */
+	replay(m, 1, KEY, 6.0, 0, "xx...x", "010000");
+	replay(m, 7, KEY, 6.0, 0, ".....", "00001");
+	expect_event(m, KEY, MATRIX_ST_RESOLVED, 1, 6);
+	matrix_free(m);
+	/* resolve_max below resolve_n is refused. */
+	p.resolve_max = 3;
+	ck_assert_ptr_null(matrix_new(&p));
 }
 END_TEST
 
@@ -262,5 +305,6 @@ END_TEST
 
 TMAIN("matrix-persist", test_strong_opens_after_k_of_n,
       test_weak_and_forced_evidence, test_one_event_until_resolved,
+      test_flapping_one_event, test_resolve_max_caps_the_wait,
       test_updated_when_slowdown_moves, test_observations_merged,
       test_quiet_candidate_forgotten, test_key_stable)

@@ -268,6 +268,182 @@ START_TEST(test_marginal_lateness_waits)
 }
 END_TEST
 
+/*
+ * A tensor-parallel job: TP_HOSTS hosts of 8 GPUs, one communicator per
+ * host (tensor parallel, NVLink) and one per GPU index across the hosts
+ * (data parallel).  A step computes gap_us, then the TP collective, then
+ * at once the DP one.  On slow_host every GPU computes factor longer (or
+ * only slow_gpu when >= 0): inside the host everyone waits for the
+ * slowest, so its TP members are equally late when the host is slow as
+ * a whole; the other hosts' ranks wait for it in every DP collective.
+ */
+#define TP_HOSTS 8
+#define TP_GPUS	 8
+
+struct tp {
+	struct fx f;
+	struct matrix_coll coll[2 * TP_HOSTS * TP_GPUS];
+	struct matrix_wait wait[2 * TP_HOSTS * TP_GPUS];
+	size_t n;
+};
+
+/* One (comm, rank) summary: mean gap g, kernel k and wait w per op. */
+static void
+tp_put(struct tp *t, uint64_t comm, uint32_t rank, uint64_t iv, double g,
+       double k, double w)
+{
+	struct matrix_coll *c = &t->coll[t->n];
+	struct matrix_wait *wt = &t->wait[t->n];
+
+	memset(c, 0, sizeof(*c));
+	c->comm = comm;
+	c->rank = rank;
+	c->nops = NOPS;
+	c->gap.count = NOPS;
+	c->kernel.count = NOPS;
+	c->gap.sum = g * NOPS;
+	c->gap.p50 = g * 0.5;
+	c->gap.p90 = g * 2.0;
+	c->kernel.sum = k * NOPS;
+	c->kernel.p50 = k;
+	c->seq_done = c->seq_enter = (iv + 1) * NOPS;
+	memset(wt, 0, sizeof(*wt));
+	wt->comm = comm;
+	wt->rank = rank;
+	wt->nsteps = NOPS;
+	wt->recv_wait_us = w * NOPS;
+	t->n++;
+}
+
+static void
+tp_fill(struct tp *t, struct matrix_input *in, uint64_t iv, int slow_host,
+	int slow_gpu, double factor)
+{
+	uint32_t h, g;
+	double late = gap_us * (factor - 1.0);
+
+	t->n = 0;
+	for (h = 0; h < TP_HOSTS; h++)
+		for (g = 0; g < TP_GPUS; g++) {
+			int on = (int)h == slow_host;
+			int me = on && (slow_gpu < 0 || (int)g == slow_gpu);
+			double j = fx_jitter(&t->f);
+			double gap = gap_us * j * (me ? factor : 1.0);
+			/* TP: the host's others wait for its slowest */
+			double tk = kern_us * fx_jitter(&t->f) +
+				    (on && !me ? late : 0);
+
+			tp_put(t, 0x7000 + h, g, iv, gap, tk, WAIT_US + tk);
+		}
+	for (g = 0; g < TP_GPUS; g++)
+		for (h = 0; h < TP_HOSTS; h++) {
+			int on = (int)h == slow_host;
+			double dk = kern_us * fx_jitter(&t->f) +
+				    (on || slow_host < 0 ? 0 : late);
+
+			tp_put(t, 0x8000 + g, h, iv, 500.0 * fx_jitter(&t->f),
+			       dk, WAIT_US * fx_jitter(&t->f) + dk);
+		}
+	memset(in, 0, sizeof(*in));
+	in->interval = iv;
+	in->coll = t->coll;
+	in->ncoll = t->n;
+	in->wait = t->wait;
+	in->nwait = t->n;
+}
+
+/* Runs the TP job 20 intervals, the fault from 8; counts opens by kind. */
+static void
+tp_run(int slow_host, int slow_gpu, double factor, unsigned *opened,
+       struct matrix_event *first)
+{
+	struct matrix *m = matrix_new(NULL);
+	struct matrix_rank_loc loc[TP_GPUS];
+	struct matrix_input in;
+	const struct matrix_event *ev;
+	static struct tp t;
+	size_t nev, k;
+	uint32_t h, g;
+	uint64_t iv;
+
+	memset(&t, 0, sizeof(t));
+	fx_init(&t.f, 1, 0x7777);
+	for (h = 0; h < TP_HOSTS; h++) {
+		for (g = 0; g < TP_GPUS; g++) {
+			memset(&loc[g], 0, sizeof(loc[g]));
+			loc[g].host = h;
+			loc[g].gpu = (uint16_t)g;
+			loc[g].nic = (uint16_t)g;
+		}
+		ck_assert_int_eq(matrix_comm_add(m, 0x7000 + h, TP_GPUS, loc),
+				 0);
+	}
+	for (g = 0; g < TP_GPUS; g++) {
+		for (h = 0; h < TP_HOSTS; h++) {
+			memset(&loc[h], 0, sizeof(loc[h]));
+			loc[h].host = h;
+			loc[h].gpu = (uint16_t)g;
+			loc[h].nic = (uint16_t)g;
+		}
+		ck_assert_int_eq(matrix_comm_add(m, 0x8000 + g, TP_HOSTS, loc),
+				 0);
+	}
+	memset(opened, 0, MATRIX_EV_COUNT * sizeof(*opened));
+	for (iv = 0; iv < 20; iv++) {
+		tp_fill(&t, &in, iv, iv >= 8 ? slow_host : -1, slow_gpu,
+			factor);
+		ck_assert_int_eq(matrix_analyze(m, &in, &ev, &nev), 0);
+		for (k = 0; k < nev; k++)
+			if (ev[k].state == MATRIX_ST_OPEN &&
+			    opened[ev[k].kind]++ == 0 &&
+			    ev[k].kind != MATRIX_EV_NONCOMM_SLOW)
+				*first = ev[k];
+	}
+	matrix_free(m);
+}
+
+/* A host slowed as a whole inside a TP layout is named, as the host. */
+START_TEST(test_tp_host_slow)
+{
+	unsigned opened[MATRIX_EV_COUNT], k, n = 0;
+	struct matrix_event e;
+
+	tp_run(3, -1, _i ? 3.0 : 1.5, opened, &e);
+	for (k = 0; k < MATRIX_EV_COUNT; k++)
+		n += opened[k];
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(opened[MATRIX_EV_HOST_SLOW], 1);
+	ck_assert_uint_eq(e.suspects[0].host, 3);
+	ck_assert_uint_eq(e.evidence.gpus, 0xff);
+	ck_assert_uint_eq(e.evidence.basis, MATRIX_BASIS_KERNEL);
+	ck_assert_uint_eq(e.isolate_host, 3);
+}
+END_TEST
+
+/* One slow GPU of that host is that GPU, not its host. */
+START_TEST(test_tp_one_gpu_not_host)
+{
+	unsigned opened[MATRIX_EV_COUNT];
+	struct matrix_event e;
+
+	tp_run(3, 5, 1.5, opened, &e);
+	ck_assert_uint_eq(opened[MATRIX_EV_HOST_SLOW], 0);
+	ck_assert_uint_eq(opened[MATRIX_EV_NONCOMM_SLOW], 1);
+}
+END_TEST
+
+/* No fault: nothing. */
+START_TEST(test_tp_quiet)
+{
+	unsigned opened[MATRIX_EV_COUNT], k;
+	struct matrix_event e;
+
+	tp_run(-1, -1, 1.0, opened, &e);
+	for (k = 0; k < MATRIX_EV_COUNT; k++)
+		ck_assert_uint_eq(opened[k], 0);
+}
+END_TEST
+
 static Suite *
 wait_suite(void)
 {
@@ -283,6 +459,9 @@ wait_suite(void)
 	tcase_add_test(tc, test_pause_is_not_lateness);
 	tcase_add_test(tc, test_few_gaps_not_late);
 	tcase_add_test(tc, test_marginal_lateness_waits);
+	tcase_add_loop_test(tc, test_tp_host_slow, 0, 2);
+	tcase_add_test(tc, test_tp_one_gpu_not_host);
+	tcase_add_test(tc, test_tp_quiet);
 	suite_add_tcase(s, tc);
 	return s;
 }
