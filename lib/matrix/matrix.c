@@ -40,6 +40,10 @@ matrix_params_default(struct matrix_params *p)
 	p->hang_timeout = MATRIX_DEF_HANG_TIMEOUT;
 	p->node_timeout = MATRIX_DEF_NODE_TIMEOUT;
 	p->update_delta = MATRIX_DEF_UPDATE_DELTA;
+	p->creep_max = MATRIX_DEF_CREEP_MAX;
+	p->tail_min = MATRIX_DEF_TAIL_MIN;
+	p->bp_frac = MATRIX_DEF_BP_FRAC;
+	p->tail_run = MATRIX_DEF_TAIL_RUN;
 }
 
 /* 1 when p is usable (windows fit the history, thresholds sane). */
@@ -62,6 +66,11 @@ matrix_params_ok(const struct matrix_params *p)
 		return 0;
 	/* a member is compared with at least one other (wait.c) */
 	if (p->min_group < 2)
+		return 0;
+	/* cell.c: creep below the effect floor, tails that grow, a share */
+	if (!(p->creep_max >= 0) || !(p->creep_max < log(p->min_slowdown)) ||
+	    !(p->tail_min > 1.0) || !(p->bp_frac > 0) || !(p->bp_frac < 1) ||
+	    p->tail_run < 1 || p->tail_run > MATRIX_HIST_MAX)
 		return 0;
 	return 1;
 }
