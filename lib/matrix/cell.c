@@ -20,8 +20,6 @@
 
 #include "matrix_int.h"
 
-enum cell_side { SIDE_UNKNOWN = 0, SIDE_COLD, SIDE_MIXED, SIDE_HOT };
-
 /* Find or create the physical link tx -> rx (endpoint indices). 0 or -1. */
 static int
 cell_link_get(struct matrix *m, uint32_t tx, uint32_t rx, uint32_t *idx)
@@ -149,6 +147,19 @@ cell_size_class(uint64_t chunk)
 	return chunk > 1 ? 63u - (unsigned)__builtin_clzll(chunk) : 0;
 }
 
+/*
+ * Log of the connection's tail over its median, p90 / p50, times its
+ * bytes (summaries of one connection add up), or NAN when the summary
+ * has no usable p90.
+ */
+static float
+cell_tail_of(const struct matrix_conn *cn)
+{
+	if (!(cn->xfer.p90 >= cn->xfer.p50) || !isfinite(cn->xfer.p90))
+		return NAN;
+	return (float)(log(cn->xfer.p90 / cn->xfer.p50) * (double)cn->bytes);
+}
+
 static int
 cell_stuck_add(struct matrix *m, uint32_t idx)
 {
@@ -215,6 +226,7 @@ cell_ingest(struct matrix *m, const struct matrix_input *in)
 			w = &m->work[x->widx];
 			w->tsum += (float)(cn->xfer.p50 * (double)cn->chunks);
 			w->bsum += (float)cn->bytes;
+			w->t += cell_tail_of(cn);
 			continue;
 		}
 		/*
@@ -248,7 +260,9 @@ cell_ingest(struct matrix *m, const struct matrix_input *in)
 		w->link = x->link;
 		w->tsum = (float)(cn->xfer.p50 * (double)cn->chunks);
 		w->bsum = (float)cn->bytes;
+		w->t = cell_tail_of(cn);
 		w->hot = 0;
+		w->thot = 0;
 		if (m->cls[x->cls].iv == m->iv + 1)
 			m->cls[x->cls].n++; /* the common case, inline */
 		else if (cell_cls_touch(m, x->cls, 1) < 0)
@@ -337,7 +351,7 @@ cell_sides_reset(struct matrix *m)
 		for (s = 0; s < 2; s++) {
 			struct side *sd = &m->eps[i].sd[s];
 
-			sd->n = sd->ncons = 0;
+			sd->n = sd->ncons = sd->ntail = 0;
 			sd->sum_r = sd->sum_z = 0;
 			sd->status = SIDE_UNKNOWN;
 			sd->rmax = -INFINITY;
@@ -365,6 +379,7 @@ cell_link_add(struct matrix *m, const struct work *w)
 		l->k = l->ncold = l->nhot = l->nacc = 0;
 		l->r = l->z = 0;
 		l->hot = l->elevated = l->on_hot_side = l->cand = 0;
+		l->ntail = 0;
 		l->best = w->cell;
 		l->best_r = -INFINITY;
 		if (tx->n < UINT16_MAX)
@@ -384,7 +399,19 @@ cell_link_add(struct matrix *m, const struct work *w)
 		l->best_r = w->r;
 		l->best_z = w->z;
 	}
-	if (!l->cand && (w->hot || w->r >= m->lelev)) {
+	if (w->thot) {
+		/* a side counts a link with tail evidence once */
+		if (l->ntail++ == 0) {
+			cell_side_of(m, l->ep_tx, 0)->ntail++;
+			cell_side_of(m, l->ep_rx, 1)->ntail++;
+		}
+		if (l->ntail == 1 || w->t > l->tbest_d) {
+			l->tbest = w->cell;
+			l->tbest_d = w->t;
+			l->tbest_z = w->tz;
+		}
+	}
+	if (!l->cand && (w->hot || w->thot || w->r >= m->lelev)) {
 		if (m->nlwork >= m->caplwork &&
 		    mem_grow((void **)&m->lwork, &m->caplwork, m->nlwork + 1,
 			     sizeof(*m->lwork)) < 0)
@@ -433,6 +460,31 @@ cell_level_fresh(struct matrix *m)
 }
 
 /*
+ * A cell counts as slowed only as much as it was in one of its two
+ * samples before too: w's r and z become the smaller of theirs and the
+ * larger of those samples', so a spike of one interval (a heavy tail
+ * reaching the median) cannot make a cell hot or feed its CUSUM, while a
+ * fault that flaps (on one interval, off the next) still can. The raw
+ * values are kept in b for the next samples and for the baseline's
+ * update. Before a first sample, earlier ones count as not slowed.
+ */
+static void
+cell_two(struct cbase *b, struct work *w)
+{
+	float r = w->r, z = w->z;
+
+	if (!b->have_prev)
+		b->rprev = b->zprev = b->rprev2 = b->zprev2 = 0.0f;
+	w->r = fminf(r, fmaxf(b->rprev, b->rprev2));
+	w->z = fminf(z, fmaxf(b->zprev, b->zprev2));
+	b->rprev2 = b->rprev;
+	b->zprev2 = b->zprev;
+	b->rprev = r;
+	b->zprev = z;
+	b->have_prev = 1;
+}
+
+/*
  * Score every usable cell against its class. The class level L is the
  * median of (x - baseline) over the class, x the log time per byte; it is
  * carried from the previous interval and corrected by this interval's
@@ -469,6 +521,7 @@ cell_score(struct matrix *m)
 		 */
 		if (b->lcls != w->cls && b->lcls != NO_IDX)
 			b->base += b->lvl - k->med;
+		w->t /= w->bsum;
 		w->q = logf(w->tsum / w->bsum) - k->med; /* tsum is dead now */
 		w->r = b->warm >= p->warm_intervals ? w->q - b->base : w->q;
 		cell_sample(m, k, w->r);
@@ -515,6 +568,7 @@ cell_score(struct matrix *m)
 		pair = k->n < MATRIX_CLS_USABLE;
 		w->z = w->r * (pair ? (isfinite(b->isig) ? b->isig : 0.0f)
 				    : fminf(k->isig, b->isig));
+		cell_two(b, w);
 		w->acc = 0;
 		if (pair && b->warm < p->warm_intervals) {
 			w->hot = 0;
@@ -541,6 +595,7 @@ cell_score(struct matrix *m)
 			w->hot = w->r >= m->lcold &&
 				 w->z >= (float)p->cold_z_min;
 		}
+		tail_score(m, w);
 		if (cell_link_add(m, w) < 0)
 			return -1;
 	}
@@ -580,6 +635,22 @@ cell_side_judge(struct matrix *m, struct side *sd)
 }
 
 /*
+ * The share of the other links of a side that are consistent with link l
+ * on it (0 when l is its only link).
+ */
+static double
+cell_side_share(struct matrix *m, uint32_t ep, int rx, const struct link *l)
+{
+	const struct side *sd = cell_side_of(m, ep, rx);
+	uint32_t cons;
+
+	if (sd->n <= 1)
+		return 0;
+	cons = sd->ncons - (cell_consistent(m, sd, l) ? 1 : 0);
+	return (double)cons / (double)(sd->n - 1);
+}
+
+/*
  * How the rest of a side looks from one hot link l on it: HOT (the side
  * itself is slow), UNKNOWN (l is its only link), COLD (at most cold_frac
  * of the other links are consistent with l) or MIXED.
@@ -588,7 +659,6 @@ static int
 cell_side(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 {
 	struct side *sd = cell_side_of(m, ep, rx);
-	uint32_t others, cons;
 
 	if (sd->status == SIDE_UNKNOWN)
 		cell_side_judge(m, sd);
@@ -596,147 +666,50 @@ cell_side(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 		return SIDE_HOT;
 	if (sd->n <= 1)
 		return SIDE_UNKNOWN;
-	others = sd->n - 1;
-	cons = sd->ncons - (cell_consistent(m, sd, l) ? 1 : 0);
-	if (cons <= m->p.cold_frac * (double)others)
+	if (cell_side_share(m, ep, rx, l) <= m->p.cold_frac)
 		return SIDE_COLD;
 	return SIDE_MIXED;
 }
 
-/* A link suspect for cell x: both endpoints, ranks, NIC ports. */
-static void
-cell_fill_link(const struct matrix *m, struct matrix_suspect *s,
-	       const struct cell *x)
-{
-	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
-	const struct dev *b = &m->devs[m->comms[x->comm].dev[x->dst]];
-
-	memset(s, 0, sizeof(*s));
-	s->role = MATRIX_ROLE_LINK;
-	s->transport = x->tr;
-	s->comm = m->comms[x->comm].hash;
-	s->rank = x->src;
-	s->peer_rank = x->dst;
-	s->host = a->host;
-	s->gpu = a->gpu;
-	s->nic = a->nic;
-	s->port = a->port;
-	s->peer_host = b->host;
-	s->peer_gpu = b->gpu;
-	s->peer_nic = b->nic;
-	s->peer_port = b->port;
-}
-
-/* A suspect for one side (tx: the source of x, rx: its destination). */
-static void
-cell_fill_side(const struct matrix *m, struct matrix_suspect *s,
-	       const struct cell *x, unsigned role)
-{
-	uint32_t rank = role == MATRIX_ROLE_TX ? x->src : x->dst;
-
-	matrix_suspect_dev(m, s, m->comms[x->comm].dev[rank], role);
-	s->transport = x->tr;
-	s->comm = m->comms[x->comm].hash;
-	s->rank = s->peer_rank = rank;
-}
-
 /*
- * Report candidate kind for link l (evidence: its strongest cell). The key
- * names the physical culprit: the endpoint for rows and columns, the
- * endpoint pair for links; link and ambiguous share a key so a verdict
- * that wavers between them still persists.
+ * Hand link l's candidate of kind (median evidence) to cand_submit():
+ * a row or column claims its consistent links' mean slowdown and combined
+ * z, a link its own. A link hot by accumulated (CUSUM) evidence is strong
+ * evidence when its z reaches z_min and weak evidence below.
  */
 static int
 cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
 	     int cside)
 {
-	const struct cell *x = &m->cells[l->best];
-	const struct dev *a = &m->devs[m->comms[x->comm].dev[x->src]];
-	const struct dev *b = &m->devs[m->comms[x->comm].dev[x->dst]];
-	uint64_t ka = m->eps[x->ep_tx].pkey, kb = m->eps[x->ep_rx].pkey;
-	struct matrix_event e;
-	struct probe pr;
-	uint64_t key;
+	struct cand c;
 
-	memset(&e, 0, sizeof(e));
-	e.kind = (uint8_t)kind;
-	e.comm = m->comms[x->comm].hash;
-	e.ncells = 1;
-	e.ncells_total = 1;
-	e.cells[0].comm = e.comm;
-	e.cells[0].src = x->src;
-	e.cells[0].dst = x->dst;
-	e.cells[0].algo = x->algo;
-	e.cells[0].ratio = expf(l->best_r);
-	e.cells[0].z = l->best_z;
-	e.slowdown = exp(l->r);
-	e.score = l->z;
+	memset(&c, 0, sizeof(c));
+	c.cell = l->best;
+	c.kind = kind;
+	c.r = l->r;
+	c.score = l->z;
+	c.cr = l->best_r;
+	c.cz = l->best_z;
+	c.rside = rside;
+	c.cside = cside;
+	c.basis = MATRIX_BASIS_MEDIAN;
 	if (kind == MATRIX_EV_COMM_SLOW_TX || kind == MATRIX_EV_COMM_SLOW_RX) {
-		/* a row or column: its combined z is the evidence */
-		const struct side *sd =
-			&m->eps[kind == MATRIX_EV_COMM_SLOW_TX ? x->ep_tx
-							       : x->ep_rx]
-				 .sd[kind == MATRIX_EV_COMM_SLOW_RX];
+		const struct cell *x = &m->cells[l->best];
+		const struct side *sd = kind == MATRIX_EV_COMM_SLOW_TX
+						? cell_side_of(m, x->ep_tx, 0)
+						: cell_side_of(m, x->ep_rx, 1);
+		float n = (float)(sd->ncons ? sd->ncons : 1);
 
-		e.score = sd->sum_z / sqrtf((float)(sd->ncons ? sd->ncons : 1));
+		c.r = sd->sum_r / n;
+		c.score = sd->sum_z / sqrtf(n);
+	} else if (l->nacc > 0) {
+		c.flags = l->z >= (float)m->p.z_min ? PERSIST_STRONG
+						    : PERSIST_WEAK;
 	}
-	switch (kind) {
-	case MATRIX_EV_COMM_SLOW_TX:
-		key = persist_key(kind, ka, 0);
-		cell_fill_side(m, &e.suspects[0], x, MATRIX_ROLE_TX);
-		e.nsuspects = 1;
-		e.action = MATRIX_ACT_ISOLATE_HOST;
-		e.isolate_host = a->host;
-		break;
-	case MATRIX_EV_COMM_SLOW_RX:
-		key = persist_key(kind, kb, 0);
-		cell_fill_side(m, &e.suspects[0], x, MATRIX_ROLE_RX);
-		e.nsuspects = 1;
-		e.action = MATRIX_ACT_ISOLATE_HOST;
-		e.isolate_host = b->host;
-		break;
-	case MATRIX_EV_COMM_SLOW_LINK:
-		key = persist_key(kind, ka, kb);
-		cell_fill_link(m, &e.suspects[0], x);
-		e.nsuspects = 1;
-		e.action = MATRIX_ACT_CHECK_LINK;
-		e.isolate_host = a->host;
-		break;
-	default: /* ambiguous: list what the pattern cannot exclude */
-		key = persist_key(MATRIX_EV_COMM_SLOW_LINK, ka, kb);
-		e.ambiguous = 1;
-		if (rside != SIDE_COLD)
-			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-				       MATRIX_ROLE_TX);
-		if (cside != SIDE_COLD && rside == SIDE_COLD)
-			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-				       MATRIX_ROLE_RX);
-		cell_fill_link(m, &e.suspects[e.nsuspects++], x);
-		if (cside != SIDE_COLD && rside != SIDE_COLD)
-			cell_fill_side(m, &e.suspects[e.nsuspects++], x,
-				       MATRIX_ROLE_RX);
-		e.action = MATRIX_ACT_OBSERVE;
-		e.isolate_host = a->host;
-		break;
-	}
-	if (kind == MATRIX_EV_COMM_SLOW_TX || kind == MATRIX_EV_COMM_SLOW_RX) {
-		pr.kind = PROBE_SIDE;
-		pr.a = kind == MATRIX_EV_COMM_SLOW_TX ? x->ep_tx : x->ep_rx;
-		pr.b = kind == MATRIX_EV_COMM_SLOW_RX;
-	} else {
-		pr.kind = PROBE_LINK;
-		pr.a = x->link;
-		pr.b = 0;
-	}
-	return persist_observe(m, key, &e,
-			       kind != MATRIX_EV_COMM_SLOW_TX &&
-					       kind != MATRIX_EV_COMM_SLOW_RX &&
-					       l->nacc > 0
-				       ? PERSIST_STRONG
-				       : 0,
-			       &pr);
+	c.rshare = (float)cell_side_share(m, l->ep_tx, 0, l);
+	c.cshare = (float)cell_side_share(m, l->ep_rx, 1, l);
+	return cand_submit(m, &c);
 }
-
 /*
  * Candidate links: mean r and combined z, hot, elevated; the sides'
  * maxima over elevated links (any other link of a side is below them);
@@ -765,10 +738,14 @@ cell_links_score(struct matrix *m)
 			continue;
 		tx = cell_side_of(m, l->ep_tx, 0);
 		rx = cell_side_of(m, l->ep_rx, 1);
-		if (l->r > tx->rmax)
+		if (l->r > tx->rmax) {
 			tx->rmax = l->r;
-		if (l->r > rx->rmax)
+			tx->lmax = m->lwork[i];
+		}
+		if (l->r > rx->rmax) {
 			rx->rmax = l->r;
+			rx->lmax = m->lwork[i];
+		}
 		if (m->nlhot >= m->caplhot &&
 		    mem_grow((void **)&m->lhot, &m->caplhot, m->nlhot + 1,
 			     sizeof(*m->lhot)) < 0)
@@ -795,28 +772,46 @@ cell_links_score(struct matrix *m)
 }
 
 /*
- * Score every cell sampled this interval and fold cells into links; judge
- * every row (transmit side) and column (receive side) over links; hand
- * candidates to the persistence layer (slow rows and columns, then hot
- * links on neither: a link when both sides are otherwise clean, ambiguous
- * when the pattern cannot tell); update clean cells' baselines. Returns 0
- * or -1.
+ * Back-pressure: a slow link delays its neighbours on a ring (upstream
+ * links run out of credits, downstream links wait for its data), and
+ * they theirs, less and less. From link l, walk to the hottest
+ * neighbour (the hottest elevated link that ends where the current one
+ * starts or starts where it ends) while it is hotter, a few hops at
+ * most; l is explained when one of them is slowed by at least 1 /
+ * bp_frac as much as l (log units).
  */
-int
-cell_detect(struct matrix *m)
+static int
+cell_backpressure(struct matrix *m, const struct link *l)
 {
-	const struct matrix_params *p = &m->p;
+	const struct link *cur = l;
+	int hop;
+
+	for (hop = 0; hop < 4; hop++) {
+		const struct side *up = cell_side_of(m, cur->ep_tx, 1);
+		const struct side *down = cell_side_of(m, cur->ep_rx, 0);
+		const struct side *nb = up->rmax >= down->rmax ? up : down;
+
+		if (!(nb->rmax > cur->r))
+			return 0;
+		if (l->r <= (float)m->p.bp_frac * nb->rmax)
+			return 1;
+		cur = &m->links[nb->lmax];
+	}
+	return 0;
+}
+
+/*
+ * Judge every row (transmit side) and column (receive side) over links
+ * and hand candidates on: slow rows and columns, then hot links on
+ * neither (a link when both sides are otherwise clean, ambiguous when the
+ * pattern cannot tell) unless a hotter neighbour explains them. Returns
+ * 0 or -1.
+ */
+static int
+cell_verdicts(struct matrix *m)
+{
 	uint32_t i;
 
-	m->nlwork = 0;
-	m->nlhot = 0;
-	cell_sides_reset(m);
-	if (m->nwork == 0)
-		return 0;
-	if (cell_classify(m) < 0)
-		return -1;
-	if (cell_score(m) < 0 || cell_links_score(m) < 0)
-		return -1;
 	for (i = 0; i < m->nlhot; i++) {
 		struct link *l = &m->links[m->lhot[i]];
 		int rs, cs;
@@ -832,19 +827,85 @@ cell_detect(struct matrix *m)
 		    cell_consistent(m, cell_side_of(m, l->ep_rx, 1), l) &&
 		    cell_observe(m, l, MATRIX_EV_COMM_SLOW_RX, rs, cs) < 0)
 			return -1;
-		if (l->hot && rs != SIDE_HOT && cs != SIDE_HOT &&
-		    cell_observe(m, l,
+		if (!l->hot || rs == SIDE_HOT || cs == SIDE_HOT ||
+		    cell_backpressure(m, l))
+			continue;
+		if (cell_observe(m, l,
 				 rs == SIDE_COLD && cs == SIDE_COLD
 					 ? MATRIX_EV_COMM_SLOW_LINK
 					 : MATRIX_EV_COMM_SLOW_AMBIG,
 				 rs, cs) < 0)
 			return -1;
 	}
+	return 0;
+}
+
+/*
+ * Update the baseline of work item w's cell from a clean sample (own
+ * noise included); a sample above min_slowdown that is not hot, with no
+ * CUSUM evidence building, only lets the baseline creep by creep_max, so
+ * slow drift is followed while a step stays a step.
+ */
+static void
+cell_learn(struct matrix *m, const struct work *w)
+{
+	const struct matrix_params *p = &m->p;
+	const struct cls *k = &m->cls[w->cls];
+	struct cbase *b = &m->cbase[w->cell];
+	float a, n, s2;
+
+	if (b->warm >= p->warm_intervals && b->rprev >= m->lmin) {
+		if (b->cus <= 0.0f)
+			b->base += fminf(w->q - b->base, (float)p->creep_max);
+		return;
+	}
+	/* a clean sample: a running mean first, then an EWMA */
+	a = b->warm < m->inv_len ? m->inv[b->warm] : (float)p->base_alpha;
+	if (b->warm > 0) {
+		float d = w->q - b->base;
+
+		b->var += a * (d * d - b->var);
+	}
+	b->base += a * (w->q - b->base);
+	if (b->warm < UINT8_MAX)
+		b->warm++;
+	/*
+	 * The cell's own noise, estimated from few samples, shrunk towards
+	 * its class's: (n var + n0 sig^2) / (n + n0), n clean samples (at
+	 * most the EWMA's memory), n0 = MATRIX_VAR_PRIOR; kept as an inverse
+	 * for the next interval's z.
+	 */
+	n = fminf((float)b->warm, 1.0f / (float)p->base_alpha);
+	s2 = k->sig * k->sig;
+	b->isig = 1.0f / sqrtf((n * b->var + MATRIX_VAR_PRIOR * s2) /
+			       (n + MATRIX_VAR_PRIOR));
+}
+
+/*
+ * Score every cell sampled this interval and fold cells into links; judge
+ * rows, columns and links (median evidence), then tails; update clean
+ * cells' baselines. Returns 0 or -1.
+ */
+int
+cell_detect(struct matrix *m)
+{
+	uint32_t i;
+
+	m->nlwork = 0;
+	m->nlhot = 0;
+	cell_sides_reset(m);
+	if (m->nwork == 0)
+		return 0;
+	if (cell_classify(m) < 0)
+		return -1;
+	if (cell_score(m) < 0 || cell_links_score(m) < 0)
+		return -1;
+	if (cell_verdicts(m) < 0 || tail_detect(m) < 0)
+		return -1;
 	for (i = 0; i < m->nwork; i++) {
 		const struct work *w = &m->work[i];
 		const struct link *l = &m->links[w->link];
 		struct cbase *b = &m->cbase[w->cell];
-		float a;
 
 		if (m->cls[w->cls].n < MATRIX_CLS_MIN)
 			continue;
@@ -854,35 +915,8 @@ cell_detect(struct matrix *m)
 			continue;
 		if (l->elevated && l->on_hot_side)
 			continue;
-		if (b->warm >= p->warm_intervals && w->r >= m->lmin)
-			continue;
-		/* a clean sample: a running mean first, then an EWMA */
-		a = b->warm < m->inv_len ? m->inv[b->warm]
-					 : (float)p->base_alpha;
-		if (b->warm > 0) {
-			float d = w->q - b->base;
-
-			b->var += a * (d * d - b->var);
-		}
-		b->base += a * (w->q - b->base);
-		if (b->warm < UINT8_MAX)
-			b->warm++;
-		/*
-		 * The cell's own noise, estimated from few samples, shrunk
-		 * towards its class's: (n var + n0 sig^2) / (n + n0), n clean
-		 * samples (at most the EWMA's memory), n0 = MATRIX_VAR_PRIOR;
-		 * kept as an inverse for the next interval's z.
-		 */
-		{
-			const struct cls *k = &m->cls[w->cls];
-			float n = fminf((float)b->warm,
-					1.0f / (float)p->base_alpha);
-			float s2 = k->sig * k->sig;
-
-			b->isig = 1.0f /
-				  sqrtf((n * b->var + MATRIX_VAR_PRIOR * s2) /
-					(n + MATRIX_VAR_PRIOR));
-		}
+		tail_learn(m, w);
+		cell_learn(m, w);
 	}
 	return 0;
 }

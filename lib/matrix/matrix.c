@@ -48,6 +48,10 @@ matrix_params_default(struct matrix_params *p)
 	p->storm_window = MATRIX_DEF_STORM_WINDOW;
 	p->isolate_conf = MATRIX_DEF_ISOLATE_CONF;
 	p->isolate_slowdown = MATRIX_DEF_ISOLATE_SLOW;
+	p->creep_max = MATRIX_DEF_CREEP_MAX;
+	p->tail_min = MATRIX_DEF_TAIL_MIN;
+	p->bp_frac = MATRIX_DEF_BP_FRAC;
+	p->tail_run = MATRIX_DEF_TAIL_RUN;
 }
 
 /* 1 when p is usable (windows fit the history, thresholds sane). */
@@ -79,6 +83,11 @@ matrix_params_ok(const struct matrix_params *p)
 	    !(p->storm_frac <= 1) || p->storm_min_hosts < 1 ||
 	    p->storm_window < 1 || !(p->isolate_conf >= 0) ||
 	    !(p->isolate_conf <= 1) || !(p->isolate_slowdown >= 1.0))
+		return 0;
+	/* cell.c: creep below the effect floor, tails that grow, a share */
+	if (!(p->creep_max >= 0) || !(p->creep_max < log(p->min_slowdown)) ||
+	    !(p->tail_min > 1.0) || !(p->bp_frac > 0) || !(p->bp_frac < 1) ||
+	    p->tail_run < 1 || p->tail_run > MATRIX_HIST_MAX)
 		return 0;
 	return 1;
 }

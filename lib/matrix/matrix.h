@@ -63,16 +63,20 @@
 #define MATRIX_DEF_ELEV_FRAC	  0.75 /* elevated: this share of min_slowdown */
 #define MATRIX_DEF_HANG_TIMEOUT	  2    /* intervals without completion      */
 #define MATRIX_DEF_NODE_TIMEOUT	  2    /* intervals without any data        */
-#define MATRIX_DEF_UPDATE_DELTA	  0.10 /* slowdown change worth an update   */
-#define MATRIX_DEF_STALL_TIMEOUT  3    /* still intervals of a job stall    */
-#define MATRIX_DEF_STALL_FRAC	  0.5  /* share of the job: stall, quorum   */
-#define MATRIX_DEF_RESOLVE_MAX	  12   /* most clean intervals to resolve   */
-#define MATRIX_DEF_HOST_MIN_DEVS  2    /* devices of one host: host event   */
-#define MATRIX_DEF_STORM_FRAC	  0.25 /* share of hosts blamed: a storm    */
-#define MATRIX_DEF_STORM_MIN	  3    /* ... and at least this many hosts  */
-#define MATRIX_DEF_STORM_WINDOW	  3    /* intervals a blame counts for      */
-#define MATRIX_DEF_ISOLATE_CONF	  0.9  /* least confidence for isolation    */
-#define MATRIX_DEF_ISOLATE_SLOW	  1.5  /* least slowdown for isolation      */
+#define MATRIX_DEF_UPDATE_DELTA	  0.10	/* slowdown change worth an update   */
+#define MATRIX_DEF_STALL_TIMEOUT  3	/* still intervals of a job stall    */
+#define MATRIX_DEF_STALL_FRAC	  0.5	/* share of the job: stall, quorum   */
+#define MATRIX_DEF_RESOLVE_MAX	  12	/* most clean intervals to resolve   */
+#define MATRIX_DEF_HOST_MIN_DEVS  2	/* devices of one host: host event   */
+#define MATRIX_DEF_STORM_FRAC	  0.25	/* share of hosts blamed: a storm    */
+#define MATRIX_DEF_STORM_MIN	  3	/* ... and at least this many hosts  */
+#define MATRIX_DEF_STORM_WINDOW	  3	/* intervals a blame counts for      */
+#define MATRIX_DEF_ISOLATE_CONF	  0.9	/* least confidence for isolation    */
+#define MATRIX_DEF_ISOLATE_SLOW	  1.5	/* least slowdown for isolation      */
+#define MATRIX_DEF_CREEP_MAX	  0.002 /* baseline creep per interval (log) */
+#define MATRIX_DEF_TAIL_MIN	  2.0	/* least tail (p90/p50) growth      */
+#define MATRIX_DEF_BP_FRAC	  0.5	/* neighbour share of a culprit's r */
+#define MATRIX_DEF_TAIL_RUN	  3	/* tail grown in this many in a row  */
 
 /* ---- enumerations ------------------------------------------------------ */
 enum matrix_transport {
@@ -377,6 +381,26 @@ struct matrix_params {
 	unsigned storm_window;	  /* ... within this many intervals: storm */
 	double isolate_conf;	  /* least confidence for an isolation      */
 	double isolate_slowdown;  /* least slowdown for isolating (slow)    */
+	/*
+	 * A warm cell above min_slowdown but not hot, with no CUSUM evidence,
+	 * moves its baseline by at most creep_max (log units) per interval
+	 * towards its sample: slow drift is followed, a step is not.
+	 */
+	double creep_max;
+	/* tail evidence: p90/p50 grown by this factor over its baseline */
+	double tail_min;
+	/*
+	 * back-pressure: a hot link slowed by at most bp_frac of a hotter
+	 * link that ends where it starts, or starts where it ends (log
+	 * units), is explained by that link and opens nothing
+	 */
+	double bp_frac;
+	/*
+	 * samples in a row whose tail grew by tail_min before it is
+	 * evidence: a fault-free heavy tail reaches p90 now and then, a
+	 * fault keeps it there
+	 */
+	unsigned tail_run;
 };
 
 struct matrix;

@@ -83,6 +83,8 @@ struct side {
 	float sum_r; /* over consistent links */
 	float sum_z;
 	uint8_t status;
+	uint16_t ntail; /* links with tail evidence (tail.c) */
+	uint32_t lmax;	/* the elevated link of r rmax (rmax > -INFINITY) */
 };
 
 /* An endpoint: a NIC port (network side) or a GPU (intra-host side). */
@@ -167,6 +169,16 @@ struct cbase {
 	float lvl;  /* level of the class it was last scored in ... */
 	uint32_t lcls; /* ... and that class (NO_IDX: never scored) */
 	uint8_t warm;
+	uint8_t have_prev; /* rprev and zprev hold a sample */
+	uint8_t twarm;	   /* clean tail samples */
+	float rprev;	   /* raw r and z of the last sample and the one */
+	float zprev;	   /* before: a cell is slowed only when slowed */
+	float rprev2;	   /* in one of them too */
+	float zprev2;
+	float tbase;  /* tail.c: log(p90 / p50), its running mean then EWMA */
+	float tdev;   /* ... mean absolute innovation (its spread) */
+	float tprev;  /* ... last innovation */
+	uint8_t trun; /* ... samples in a row grown by tail_min */
 };
 
 /*
@@ -189,8 +201,12 @@ struct link {
 	uint8_t cand;	     /* has a cell at >= min_slowdown / 2 or hot */
 	float best_r;
 	float best_z;
-	float r; /* sum, then mean, of the cells' r */
-	float z; /* sum, then combined, of the cells' z */
+	float r;	/* sum, then mean, of the cells' r */
+	float z;	/* sum, then combined, of the cells' z */
+	uint32_t tbest; /* cell with the largest tail growth (ntail > 0) */
+	uint16_t ntail; /* cells with tail evidence this interval */
+	float tbest_d;	/* its growth of log(p90 / p50) ... */
+	float tbest_z;	/* ... and robust z */
 };
 
 /* Per-interval work item of the comm-slow detector (one sampled cell). */
@@ -210,7 +226,10 @@ struct work {
 	};
 	float z;
 	uint8_t hot;
-	uint8_t acc; /* hot by accumulated (CUSUM) evidence */
+	uint8_t acc;  /* hot by accumulated (CUSUM) evidence */
+	uint8_t thot; /* tail evidence (tail.c) */
+	float t;      /* log(p90 / p50) x bytes summed, then its growth */
+	float tz;     /* robust z of the growth */
 };
 
 struct cls {
@@ -398,6 +417,49 @@ int matrix_comm_find(struct matrix *m, uint64_t comm, uint32_t *ci);
  */
 int cell_ingest(struct matrix *m, const struct matrix_input *in);
 int cell_detect(struct matrix *m);
+
+/* How a hot link's side looks from it (cell.c, tail.c). */
+enum side_status { SIDE_UNKNOWN = 0, SIDE_COLD, SIDE_MIXED, SIDE_HOT };
+
+/*
+ * A candidate of the comm-slow detector for persist_observe(): kind on
+ * the link of cell (its evidence), r the slowdown (log) and score the z
+ * it claims, cr and cz the cell's own; rside and cside the link's sides
+ * as cell.c judges them (ambiguous suspects), rshare and cshare the
+ * share of each side's other links that look alike; flags PERSIST_ bits,
+ * basis enum matrix_basis.
+ */
+struct cand {
+	uint32_t cell;
+	unsigned kind;
+	float r, score, cr, cz;
+	int rside, cside;
+	float rshare, cshare;
+	unsigned flags;
+	uint8_t basis;
+};
+
+/*
+ * cand_submit() hands candidate c to persist_observe(), after the
+ * floors every candidate must pass: a slowdown of min_slowdown (for tail
+ * evidence: tail_min) and a score of z_min unless c is flagged
+ * PERSIST_WEAK. Returns 0 (also when c falls short), or -1 on memory
+ * exhaustion.
+ */
+int cand_submit(struct matrix *m, const struct cand *c);
+
+/*
+ * tail.c: slowness in the tail of a connection's transfer times.
+ * tail_score() scores work item w (its t holds the bytes-weighted
+ * log(p90 / p50)) against the cell's own tail baseline: w->t becomes the
+ * growth, w->tz its robust z, w->thot set when it is tail evidence.
+ * tail_learn() updates the tail baseline of w's cell from a clean sample.
+ * tail_detect() hands links with tail evidence and no median evidence to
+ * cand_submit(); returns 0, or -1 on memory exhaustion.
+ */
+void tail_score(struct matrix *m, struct work *w);
+void tail_learn(struct matrix *m, const struct work *w);
+int tail_detect(struct matrix *m);
 
 /*
  * wait.c: non-communication slow.  wait_ingest() takes the per-rank
