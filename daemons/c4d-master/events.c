@@ -537,7 +537,8 @@ events_evidence(const struct matrix_evidence *x, struct arena *a)
 	c4__evidence__init(o);
 	o->has_basis = o->has_z_open = o->has_slowdown_open = 1;
 	o->has_hot_intervals = o->has_window = 1;
-	o->has_members = o->has_hosts_blamed = 1;
+	o->has_members = o->has_hosts_blamed = o->has_accumulated = 1;
+	o->accumulated = x->accumulated != 0;
 	o->basis = events_basis(x->basis);
 	o->z_open = x->z_open;
 	o->slowdown_open = x->slowdown_open;

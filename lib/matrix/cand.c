@@ -104,6 +104,8 @@ cand_submit(struct matrix *m, const struct cand *c)
 	e.kind = (uint8_t)c->kind;
 	e.comm = m->comms[x->comm].hash;
 	e.evidence.basis = c->basis;
+	e.evidence.accumulated =
+		(c->flags & PERSIST_WEAK) && !(c->score >= m->p.z_min);
 	e.ncells = 1;
 	e.ncells_total = 1;
 	e.cells[0].comm = e.comm;

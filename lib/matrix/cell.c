@@ -460,23 +460,26 @@ cell_level_fresh(struct matrix *m)
 }
 
 /*
- * A cell counts as slowed only as much as it was in one of its two
+ * A cell counts as slowed only as much as it was in one of its three
  * samples before too: w's r and z become the smaller of theirs and the
  * larger of those samples', so a spike of one interval (a heavy tail
  * reaching the median) cannot make a cell hot or feed its CUSUM, while a
- * fault that flaps (on one interval, off the next) still can. The raw
+ * fault that flaps (on one interval in two or three) still can. The raw
  * values are kept in b for the next samples and for the baseline's
  * update. Before a first sample, earlier ones count as not slowed.
  */
 static void
-cell_two(struct cbase *b, struct work *w)
+cell_recent(struct cbase *b, struct work *w)
 {
 	float r = w->r, z = w->z;
 
 	if (!b->have_prev)
-		b->rprev = b->zprev = b->rprev2 = b->zprev2 = 0.0f;
-	w->r = fminf(r, fmaxf(b->rprev, b->rprev2));
-	w->z = fminf(z, fmaxf(b->zprev, b->zprev2));
+		b->rprev = b->zprev = b->rprev2 = b->zprev2 = b->rprev3 =
+			b->zprev3 = 0.0f;
+	w->r = fminf(r, fmaxf(b->rprev, fmaxf(b->rprev2, b->rprev3)));
+	w->z = fminf(z, fmaxf(b->zprev, fmaxf(b->zprev2, b->zprev3)));
+	b->rprev3 = b->rprev2;
+	b->zprev3 = b->zprev2;
 	b->rprev2 = b->rprev;
 	b->zprev2 = b->zprev;
 	b->rprev = r;
@@ -568,7 +571,7 @@ cell_score(struct matrix *m)
 		pair = k->n < MATRIX_CLS_USABLE;
 		w->z = w->r * (pair ? (isfinite(b->isig) ? b->isig : 0.0f)
 				    : fminf(k->isig, b->isig));
-		cell_two(b, w);
+		cell_recent(b, w);
 		w->acc = 0;
 		if (pair && b->warm < p->warm_intervals) {
 			w->hot = 0;

@@ -144,13 +144,17 @@ domain_track_action(const struct matrix *m, const struct track *t)
 	return domain_action(m, &e);
 }
 
-/* Does e meet the contract: a slow kind at z_min and min_slowdown? */
+/*
+ * Does e meet the contract: a slow kind at min_slowdown, and at z_min or
+ * on accumulated evidence (CUSUM at cusum_h)?
+ */
 static int
 domain_valid(const struct matrix *m, const struct matrix_event *e)
 {
 	if (!domain_slow_kind(e->kind))
 		return 1;
-	return e->score >= m->p.z_min && e->slowdown >= m->p.min_slowdown;
+	return (e->score >= m->p.z_min || e->evidence.accumulated) &&
+	       e->slowdown >= m->p.min_slowdown;
 }
 
 static int

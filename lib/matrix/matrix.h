@@ -305,6 +305,12 @@ struct matrix_evidence {
 	uint64_t gpus;	       /* host domain: bit g for GPU g with evidence */
 	uint32_t nmembers;     /* member anomalies folded into this event */
 	uint32_t hosts_blamed; /* job domain: hosts that would be blamed */
+	/*
+	 * 1 when the evidence is a small slowdown accumulated over intervals
+	 * (per-connection CUSUM of z reaching cusum_h) rather than a score
+	 * of z_min in single intervals: score is then below z_min.
+	 */
+	uint8_t accumulated;
 };
 
 /*

@@ -175,6 +175,8 @@ struct cbase {
 	float zprev;	   /* before: a cell is slowed only when slowed */
 	float rprev2;	   /* in one of them too */
 	float zprev2;
+	float rprev3; /* and the one before that */
+	float zprev3;
 	float tbase;  /* tail.c: log(p90 / p50), its running mean then EWMA */
 	float tdev;   /* ... mean absolute innovation (its spread) */
 	float tprev;  /* ... last innovation */

@@ -50,6 +50,7 @@ persist_merge(struct matrix_event *dst, const struct matrix_event *e)
 	uint8_t i, w;
 
 	dst->ncells_total += e->ncells_total;
+	dst->evidence.accumulated |= e->evidence.accumulated;
 	if (e->score > dst->score)
 		dst->score = e->score;
 	for (i = 0; i < e->ncells; i++) {
@@ -189,12 +190,15 @@ static void
 persist_evidence(const struct matrix_params *p, struct track *t)
 {
 	unsigned w = p->persist_n > p->weak_n ? p->persist_n : p->weak_n;
+	unsigned hot = persist_popcount(t->hist & ((1u << w) - 1));
 
 	t->ev.evidence.z_open = (float)t->ev.score;
 	t->ev.evidence.slowdown_open = (float)t->ev.slowdown;
+	/* hangs and lost nodes count their own intervals (their timeout) */
+	if (t->immediate && t->ev.evidence.hot_intervals > hot)
+		return;
 	t->ev.evidence.window = (uint8_t)w;
-	t->ev.evidence.hot_intervals =
-		(uint8_t)persist_popcount(t->hist & ((1u << w) - 1));
+	t->ev.evidence.hot_intervals = (uint8_t)hot;
 }
 
 int

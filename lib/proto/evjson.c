@@ -185,6 +185,8 @@ evjson_evidence(struct json *j, const C4__Evidence *e)
 	json_u64(j, e->members);
 	json_key(j, "hosts_blamed");
 	json_u64(j, e->hosts_blamed);
+	json_key(j, "accumulated");
+	json_bool(j, e->accumulated);
 	json_obj_end(j);
 }
 

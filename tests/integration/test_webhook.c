@@ -427,7 +427,7 @@ START_TEST(test_one_fault_one_delivery)
 		line, "\"evidence\":{\"basis\":\"kernel\",\"z_open\":7.5,"
 		      "\"slowdown_open\":1.5,\"hot_intervals\":3,"
 		      "\"window\":4,\"member_gpus\":[3,7],\"members\":2,"
-		      "\"hosts_blamed\":0}}"));
+		      "\"hosts_blamed\":0,\"accumulated\":false}}"));
 	ck_assert_ptr_nonnull(strstr(line, "\"state\":\"open\""));
 	ck_assert_ptr_nonnull(strstr(line, "\"summary\":\"rank 7 receives "
 					   "slowly\""));

@@ -281,7 +281,8 @@ START_TEST(test_events_link_net)
 		      "\"transport\":\"net\"}");
 	JX_HAS(&f.js, "\"evidence\":{\"basis\":\"median\",\"z_open\":8,"
 		      "\"slowdown_open\":2,\"hot_intervals\":2,\"window\":3,"
-		      "\"member_gpus\":[],\"members\":1,\"hosts_blamed\":0}");
+		      "\"member_gpus\":[],\"members\":1,\"hosts_blamed\":0,"
+		      "\"accumulated\":false}");
 	JX_HAS(&f.js, "\"confidence\":0.9");
 	efx_done(&f);
 }
@@ -382,7 +383,7 @@ START_TEST(test_events_domains)
 	JX_HAS(&f.js, "\"domain\":\"job\",\"action_type\":\"check_job\","
 		      "\"target\":null");
 	JX_HAS(&f.js, "\"basis\":\"progress\"");
-	JX_HAS(&f.js, "\"hosts_blamed\":2}");
+	JX_HAS(&f.js, "\"hosts_blamed\":2,");
 	efx_done(&f);
 }
 END_TEST

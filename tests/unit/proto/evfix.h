@@ -25,7 +25,8 @@ static const char evfix_json[] =
 	"\"value\":4,\"baseline\":1,\"score\":9}],"
 	"\"evidence\":{\"basis\":\"median\",\"z_open\":6.5,"
 	"\"slowdown_open\":1.5,\"hot_intervals\":2,\"window\":3,"
-	"\"member_gpus\":[0,5],\"members\":2,\"hosts_blamed\":0}}";
+	"\"member_gpus\":[0,5],\"members\":2,\"hosts_blamed\":0,"
+	"\"accumulated\":false}}";
 
 /*
  * Fills ev as the event evfix_json describes, with two suspects in sv and
