@@ -75,7 +75,17 @@ struct probes {
 	struct catalog_key *want; /* pairs asked for without entries */
 	size_t nwant, capwant;
 	struct event *tick, *deadline;
+	/*
+	 * Added to a round's deadline: doubled (from 1 s) after a round ends
+	 * with results missing, halved after one whose results all came in,
+	 * at most PROBES_SLACK_MAX_MS.  An overloaded agent answers late; a
+	 * fixed deadline would discard every late answer, round after round,
+	 * and the catalog would never fill.
+	 */
+	uint64_t slack_ms;
 };
+
+#define PROBES_SLACK_MAX_MS 30000
 
 #define PROBES_ID(round, i) ((round) << 24 | (uint64_t)(i))
 
@@ -347,7 +357,7 @@ probes_round(struct probes *pb, const char *why)
 		     (uint64_t)pc->rate +
 	     (uint64_t)pc->timeout *
 		     ((most + C4_PROBE_SOCKS_MAX - 1) / C4_PROBE_SOCKS_MAX) +
-	     1000;
+	     1000 + pb->slack_ms;
 	tv.tv_sec = (time_t)(ms / 1000);
 	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
 	evtimer_add(pb->deadline, &tv);
@@ -612,6 +622,13 @@ probes_end(struct probes *pb)
 
 	event_del(pb->deadline);
 	pb->running = false;
+	if (pb->pending > 0) {
+		pb->slack_ms = pb->slack_ms ? 2 * pb->slack_ms : 1000;
+		if (pb->slack_ms > PROBES_SLACK_MAX_MS)
+			pb->slack_ms = PROBES_SLACK_MAX_MS;
+	} else {
+		pb->slack_ms /= 2;
+	}
 	for (size_t i = 0; i < pb->njobs; i++)
 		if (pb->jobs[i].sent && !pb->jobs[i].done)
 			p->st.probe_tasks_lost++;
