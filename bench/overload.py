@@ -110,15 +110,21 @@ def names_culprit(s, fault, t):
     """Does suspect s (event JSON) name the culprit of truth t?
 
     As lib/scenario/score.c's score_names, on what the event JSON carries:
-    host names and GPUs.  A link suspect carries its peer as a rank only,
-    so a link is matched by its source end where that is the culprit
-    (slow connection, communication hang, slow transmit NIC); for a slow
-    receive NIC only an rx suspect names it.
+    host names and GPUs.  A link suspect names both ends (peer_host,
+    peer_gpu); one without them is matched by its source end where that
+    is the culprit (slow connection, communication hang, slow transmit
+    NIC); for a slow receive NIC an rx suspect or a link's far end.
     """
     role, host, gpu = s.get("role"), s.get("host"), s.get("gpu")
     me = (t["host"], t["gpu"])
     peer = (t["peer_host"], t["peer_gpu"])
     dev = (host, gpu)
+    if role == "link" and "peer_host" in s:
+        far = (s.get("peer_host"), s.get("peer_gpu"))
+        if fault in ("slow-conn", "comm-hang"):
+            return dev == me and far == peer
+        if fault == "slow-rx":
+            return far == me
     if fault in ("slow-conn", "comm-hang"):
         return ((role in ("link", "tx") and dev == me) or
                 (role == "rx" and dev == peer))
@@ -142,6 +148,9 @@ def matches(ev, fault, t):
 
 
 def isolates(ev):
+    """The typed action where the event has one, else the sentence."""
+    if ev.get("action_type"):
+        return ev["action_type"] in ("isolate_host", "isolate_nic")
     return (ev.get("action") or "").startswith("isolate")
 
 
