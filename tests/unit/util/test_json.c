@@ -192,10 +192,16 @@ START_TEST(test_doubles)
 	json_double(&o.j, INFINITY);
 	json_double(&o.j, -INFINITY);
 	json_double(&o.j, 2.5);
+	json_double(&o.j, 0.1 + 0.2);
+	json_double(&o.j, 5e-324);
 	json_arr_end(&o.j);
-	/* %.17g round-trips every double; non-finite values become null. */
-	out_check(&o, "[1,0.10000000000000001,-1.0000000000000001e+300,"
-		      "null,null,null,2.5]\n");
+	/*
+	 * The fewest digits that read back as the same double (0.1, not
+	 * 0.10000000000000001; 0.1 + 0.2 needs all 17); non-finite values
+	 * become null.
+	 */
+	out_check(&o, "[1,0.1,-1e+300,null,null,null,2.5,0.30000000000000004,"
+		      "4.94065645841247e-324]\n");
 
 	out_open(&o);
 	json_obj_begin(&o.j);
