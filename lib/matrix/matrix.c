@@ -622,11 +622,7 @@ int
 matrix_event_describe(const struct matrix_event *e, char *buf, size_t len)
 {
 	const struct matrix_suspect *s = e->nsuspects ? &e->suspects[0] : NULL;
-	static const char *const acts[MATRIX_ACT_COUNT] = {
-		"investigate host", "isolate host", "isolate the NIC of host",
-		"check the path from host", "check the job, first blamed host"};
-	const char *act =
-		e->action < MATRIX_ACT_COUNT ? acts[e->action] : "watch host";
+	const char *act = matrix_action_name(e->action);
 	char where[96] = "";
 
 	if (buf == NULL || len == 0)
@@ -640,6 +636,8 @@ matrix_event_describe(const struct matrix_event *e, char *buf, size_t len)
 		 (s->role == MATRIX_ROLE_TX || s->role == MATRIX_ROLE_RX))
 		snprintf(where, sizeof(where), "host %u nic %u port %u %s",
 			 s->host, s->nic, s->port, matrix_role_name(s->role));
+	else if (s != NULL && s->role == MATRIX_ROLE_HOST)
+		snprintf(where, sizeof(where), "host %u", s->host);
 	else if (s != NULL)
 		snprintf(where, sizeof(where), "host %u gpu %u (rank %u)",
 			 s->host, s->gpu, s->rank);
@@ -648,7 +646,8 @@ matrix_event_describe(const struct matrix_event *e, char *buf, size_t len)
 	case MATRIX_EV_NONCOMM_HANG:
 		return snprintf(buf, len,
 				"%s %s: %s at op %" PRIu64
-				", no progress for %.0f intervals%s; %s %u",
+				", no progress for %.0f intervals%s; %s, "
+				"host %u",
 				matrix_kind_name(e->kind),
 				matrix_state_name(e->state), where, e->hang_seq,
 				e->score, e->ambiguous ? " (ambiguous)" : "",
@@ -656,19 +655,32 @@ matrix_event_describe(const struct matrix_event *e, char *buf, size_t len)
 	case MATRIX_EV_NODE_LOST:
 		return snprintf(buf, len,
 				"node-lost %s: host %u silent for %.0f "
-				"intervals; %s %u",
+				"intervals; %s, host %u",
 				matrix_state_name(e->state), e->isolate_host,
 				e->score, act, e->isolate_host);
-	default:
+	case MATRIX_EV_JOB_STALL:
 		return snprintf(buf, len,
-				"%s %s: %s %.2fx slower than its baseline "
-				"(z %.1f, %u cells, intervals %" PRIu64
-				"-%" PRIu64 ", confidence %.2f%s); %s %u",
-				matrix_kind_name(e->kind),
-				matrix_state_name(e->state), where, e->slowdown,
-				e->score, e->ncells_total, e->first_interval,
-				e->last_interval, e->confidence,
-				e->ambiguous ? ", pattern ambiguous" : "", act,
-				e->isolate_host);
+				"job-stall %s: %u hosts stand still or would "
+				"be blamed at once, intervals %" PRIu64
+				"-%" PRIu64 "; %s",
+				matrix_state_name(e->state),
+				e->evidence.hosts_blamed, e->first_interval,
+				e->last_interval, act);
+	default:
+		return snprintf(
+			buf, len,
+			"%s %s: %s %.2fx %s (z %.1f, %u cells, %u members, "
+			"intervals %" PRIu64 "-%" PRIu64
+			", confidence %.2f%s); %s, host %u",
+			matrix_kind_name(e->kind), matrix_state_name(e->state),
+			where, e->slowdown,
+			e->evidence.basis == MATRIX_BASIS_TAIL
+				? "growth of its tail (p90 / p50)"
+				: "slower than its baseline",
+			e->score, e->ncells_total,
+			e->evidence.nmembers ? e->evidence.nmembers : 1,
+			e->first_interval, e->last_interval, e->confidence,
+			e->ambiguous ? ", pattern ambiguous" : "", act,
+			e->isolate_host);
 	}
 }
