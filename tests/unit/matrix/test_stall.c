@@ -4,6 +4,8 @@
  * it (stopped, or gone on to the next ops), every rank stuck behind one
  * connection, no connection evidence at all, a stall of the whole job,
  * reports that come late and bunched, and a real non-communication hang.
+ * Where a second communicator waits for a rank held by the first one's
+ * hang, the hang is still one event.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -35,7 +37,10 @@ struct opt {
 	int skew;     /* half the hosts report one interval late, 4 to 7 */
 	int carried;  /* host iv % NR's ranks: the agent's repeat */
 	int resume;   /* the job moves again from interval HANG + 6 */
+	int tp;	      /* comm B (see run) waits for rank 0 from interval tp */
 };
+
+#define COMM_B 0xbbbbull
 
 struct res {
 	unsigned opened[MATRIX_EV_COUNT];
@@ -150,10 +155,25 @@ deliver(const struct opt *o, uint64_t iv, uint32_t r, uint64_t comm,
 	return got;
 }
 
+/*
+ * Comm B (o->tp): rank 0 on rank 0's device, rank 1 on a GPU of its own
+ * on host 0.  From interval o->tp on, rank 1 is inside B's next op,
+ * waiting for rank 0, which never enters it (it is held by comm A).
+ */
+static void
+comm_b(const struct opt *o, uint64_t iv, struct matrix_coll *coll, size_t *n)
+{
+	uint64_t b = 100;
+
+	marker(&coll[(*n)++], COMM_B, 0, b, b, 0);
+	marker(&coll[(*n)++], COMM_B, 1, b + (iv >= (uint64_t)o->tp), b, 0);
+}
+
 static void
 run(const struct opt *o, struct res *res)
 {
-	static struct matrix_coll coll[4 * NR];
+	static struct matrix_coll coll[4 * NR + 2];
+	struct matrix_rank_loc bloc[2];
 	struct matrix *m = matrix_new(NULL);
 	const struct matrix_event *ev;
 	struct matrix_input in;
@@ -166,6 +186,10 @@ run(const struct opt *o, struct res *res)
 	fx_init(&f, NR, 0xdddd);
 	fx_ring(&f);
 	ck_assert_int_eq(matrix_comm_add(m, f.comm, NR, f.loc), 0);
+	bloc[0] = bloc[1] = f.loc[0];
+	bloc[1].gpu = bloc[1].nic = 1;
+	if (o->tp)
+		ck_assert_int_eq(matrix_comm_add(m, COMM_B, 2, bloc), 0);
 	for (iv = 0; iv < IVS; iv++) {
 		uint8_t heard[NR];
 
@@ -173,6 +197,8 @@ run(const struct opt *o, struct res *res)
 		n = 0;
 		for (r = 0; r < NR; r++)
 			heard[r] = deliver(o, iv, r, f.comm, coll, &n) > 0;
+		if (o->tp)
+			comm_b(o, iv, coll, &n);
 		in.coll = coll;
 		in.ncoll = n;
 		for (k = n = 0; k < f.nconn; k++) {
@@ -261,6 +287,23 @@ END_TEST
 START_TEST(test_all_stuck_names_link)
 {
 	struct opt o = {.mode = ALL_INSIDE, .pending = 1};
+	struct res r;
+
+	run(&o, &r);
+	assert_link(&r);
+}
+END_TEST
+
+/*
+ * A partial hang where ranks 0-1 completed op k and stopped, and comm B's
+ * rank 1 waits for rank 0 in B's next op, from the interval the hang
+ * starts or one before (communicators do not stop in the same interval):
+ * rank 0 is held by the hang, no culprit of B's, and the hang is one
+ * event naming the link.
+ */
+START_TEST(test_partial_hang_waiter_elsewhere)
+{
+	struct opt o = {.mode = PARTIAL_STOP, .pending = 1, .tp = HANG - _i};
 	struct res r;
 
 	run(&o, &r);
@@ -390,6 +433,7 @@ stall_suite(void)
 
 	tcase_add_loop_test(tc, test_partial_completion, 0, 3);
 	tcase_add_test(tc, test_all_stuck_names_link);
+	tcase_add_loop_test(tc, test_partial_hang_waiter_elsewhere, 0, 2);
 	tcase_add_loop_test(tc, test_no_connection_evidence, 0, 2);
 	tcase_add_test(tc, test_job_stall);
 	tcase_add_test(tc, test_late_reports_are_quiet);
