@@ -27,8 +27,8 @@
  * behind the others, a stuck connection or a member reporting ops open to
  * a peer tells a hang from a quiet communicator (hang_behind,
  * hang_enq_stuck).  A host is lost after node_timeout intervals unheard,
- * counted only in intervals in which the job was heard from (stall.c).
- * Every
+ * counted only in intervals in which the job was heard from (stall.c) and
+ * no summary of its ranks arrived (late reports prove it alive).  Every
  * communicator is judged before any is named, so what holds a member is
  * known whatever the order of the communicators.
  */
@@ -71,7 +71,10 @@ hang_evidence(struct matrix_event *e, unsigned domain, unsigned basis,
  * Count each host's intervals unheard.  An interval in which fewer than
  * stall_frac of the hosts expected to report were heard from counts
  * against nobody: the silence is the job's or the master's (stall.c
- * reports it), not one host's.
+ * reports it), not one host's.  Nor does an interval in which summaries
+ * of the host's ranks arrived without its heartbeat (host.rep_iv, stamped
+ * by hang_ranks()): its reports come late and bunched, and a host whose
+ * reports arrive is not lost.
  */
 static void
 hang_nodes(struct matrix *m)
@@ -101,7 +104,7 @@ hang_nodes(struct matrix *m)
 		}
 		if (x->heard)
 			x->miss = 0;
-		else if (quorum)
+		else if (quorum && x->rep_iv != m->iv + 1)
 			x->miss++;
 		x->lost = x->miss >= m->p.node_timeout;
 	}
@@ -161,7 +164,8 @@ hang_inside_k(const struct crank *rs, uint64_t k)
 
 /*
  * Count the intervals each member of c reported and did not move; stamp
- * the devices heard from (and moving, within stall_timeout) for stall.c.
+ * the devices heard from (and moving, within stall_timeout) for stall.c
+ * and the hosts whose summaries arrived (host.rep_iv) for hang_nodes().
  * c->hk gets the lowest op a member is inside by its last markers
  * (UINT64_MAX: none) and c->hkmax the highest op entered.
  */
@@ -178,6 +182,8 @@ hang_ranks(struct matrix *m, struct comm *c)
 
 		if (rs->seen_iv == 0)
 			continue;
+		if (rs->seen_iv == m->iv + 1)
+			m->hosts[d->hidx].rep_iv = m->iv + 1;
 		if (rs->enter > rs->done && rs->enter < c->hk)
 			c->hk = rs->enter;
 		if (rs->enter > c->hkmax)

@@ -56,6 +56,7 @@ struct host {
 	uint64_t st_iv;	  /* interval + 1 it was counted in a job stall */
 	uint64_t lead_iv; /* interval + 1 a host-local comm had a late member */
 	uint64_t slow_iv; /* ... its median gap was above its own baseline */
+	uint64_t rep_iv;  /* interval + 1 summaries of its ranks arrived */
 };
 
 struct dev {
