@@ -13,10 +13,11 @@
  * been still for hang_timeout intervals:
  *
  * - members whose markers say they never entered k are the
- *   non-communication suspects, unless explained (their host is lost, or
+ *   non-communication suspects, unless explained (their host is lost,
  *   they are blocked inside another communicator's op, which then carries
- *   the event); a member not heard from is named only once its own
- *   markers confirm it did not move;
+ *   the event, or they entered the op another communicator stands still
+ *   at: a partial hang holds them); a member not heard from is named only
+ *   once its own markers confirm it did not move;
  * - when every member entered k, the connections of the communicator
  *   with chunks posted and no byte moved name the link (both ends); with
  *   no such connection, one ambiguous event names the members whose own
@@ -26,14 +27,23 @@
  * behind the others, a stuck connection or a member reporting ops open to
  * a peer tells a hang from a quiet communicator (hang_behind,
  * hang_enq_stuck).  A host is lost after node_timeout intervals unheard,
- * counted only in intervals in which the job was heard from (stall.c).
+ * counted only in intervals in which the job was heard from (stall.c) and
+ * no summary of its ranks arrived (late reports prove it alive).  Every
+ * communicator is judged before any is named, so what holds a member is
+ * known whatever the order of the communicators.
  */
 #include <string.h>
 
 #include "matrix_int.h"
 
-/* What hang_comm() found in a communicator this interval. */
-enum { HANG_NONE = 0, HANG_STOPPED, HANG_FOUND };
+/* What hang_judge() found in a communicator this interval (comm.hv). */
+enum {
+	HANG_NONE = 0, /* moving, or waiting for its members' markers */
+	HANG_STOPPED,  /* still, nobody inside an op: a quiet communicator */
+	HANG_LOST,     /* a member's host is lost, whose event explains it */
+	HANG_ABSENT,   /* stuck at op comm.hk, some member never entered */
+	HANG_STUCK     /* stuck at op comm.hk, every member entered */
+};
 
 static int
 hang_host_lost(const struct matrix *m, uint32_t hidx)
@@ -61,7 +71,10 @@ hang_evidence(struct matrix_event *e, unsigned domain, unsigned basis,
  * Count each host's intervals unheard.  An interval in which fewer than
  * stall_frac of the hosts expected to report were heard from counts
  * against nobody: the silence is the job's or the master's (stall.c
- * reports it), not one host's.
+ * reports it), not one host's.  Nor does an interval in which summaries
+ * of the host's ranks arrived without its heartbeat (host.rep_iv, stamped
+ * by hang_ranks()): its reports come late and bunched, and a host whose
+ * reports arrive is not lost.
  */
 static void
 hang_nodes(struct matrix *m)
@@ -91,7 +104,7 @@ hang_nodes(struct matrix *m)
 		}
 		if (x->heard)
 			x->miss = 0;
-		else if (quorum)
+		else if (quorum && x->rep_iv != m->iv + 1)
 			x->miss++;
 		x->lost = x->miss >= m->p.node_timeout;
 	}
@@ -151,27 +164,30 @@ hang_inside_k(const struct crank *rs, uint64_t k)
 
 /*
  * Count the intervals each member of c reported and did not move; stamp
- * the devices heard from (and moving, within stall_timeout) for stall.c.
- * *k gets the lowest op a member is inside by its last markers
- * (UINT64_MAX: none) and *kmax the highest op entered.
+ * the devices heard from (and moving, within stall_timeout) for stall.c
+ * and the hosts whose summaries arrived (host.rep_iv) for hang_nodes().
+ * c->hk gets the lowest op a member is inside by its last markers
+ * (UINT64_MAX: none) and c->hkmax the highest op entered.
  */
 static void
-hang_ranks(struct matrix *m, struct comm *c, uint64_t *k, uint64_t *kmax)
+hang_ranks(struct matrix *m, struct comm *c)
 {
 	uint32_t r;
 
-	*k = UINT64_MAX;
-	*kmax = 0;
+	c->hk = UINT64_MAX;
+	c->hkmax = 0;
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
 		struct dev *d = &m->devs[c->dev[r]];
 
 		if (rs->seen_iv == 0)
 			continue;
-		if (rs->enter > rs->done && rs->enter < *k)
-			*k = rs->enter;
-		if (rs->enter > *kmax)
-			*kmax = rs->enter;
+		if (rs->seen_iv == m->iv + 1)
+			m->hosts[d->hidx].rep_iv = m->iv + 1;
+		if (rs->enter > rs->done && rs->enter < c->hk)
+			c->hk = rs->enter;
+		if (rs->enter > c->hkmax)
+			c->hkmax = rs->enter;
 		if (!hang_fresh(m, c, r))
 			continue;
 		if (!rs->h_have || rs->enter != rs->h_enter ||
@@ -215,13 +231,20 @@ hang_age(const struct matrix *m, const struct comm *c, uint64_t k)
 	return age;
 }
 
-/* Is a member of c that never entered op k explained elsewhere? */
+/*
+ * Is a member of c that never entered op k explained elsewhere: its host
+ * is lost, it is blocked inside another communicator's op, or it took
+ * part in the hung op of another communicator (a partial hang: it
+ * completed op k there and waits for the others, so the ranks waiting
+ * for it here wait on that hang, whose event names the culprit)?
+ */
 static int
 hang_explained(const struct matrix *m, const struct comm *c, uint32_t rank)
 {
 	const struct dev *d = &m->devs[c->dev[rank]];
 
-	return hang_host_lost(m, d->hidx) || (d->blk_iv == m->iv && d->blocked);
+	return hang_host_lost(m, d->hidx) ||
+	       (d->blk_iv == m->iv && d->blocked) || d->hg_iv == m->iv + 1;
 }
 
 /* May rank of c be named as never entering op k? */
@@ -515,64 +538,98 @@ hang_any_lost(const struct matrix *m, const struct comm *c)
 }
 
 /*
- * Progress of comm ci this interval: HANG_NONE while it moves (or waits
- * for its members' own markers), HANG_STOPPED when it stood still for
- * hang_timeout intervals with nobody inside an op and no sign of a hang,
- * HANG_FOUND when it hangs (candidates named where there is evidence for
- * them); -1 on memory exhaustion.
+ * Stamp the members of c that entered op k (dev.hg_iv): they took part
+ * in an op that stands still, and are no suspects of another
+ * communicator's hang.
  */
-static int
-hang_comm(struct matrix *m, uint32_t ci)
+static void
+hang_stamp(struct matrix *m, const struct comm *c, uint64_t k)
+{
+	uint32_t r;
+
+	for (r = 0; r < c->nranks; r++)
+		if (c->rs[r].seen_iv != 0 && c->rs[r].enter >= k)
+			m->devs[c->dev[r]].hg_iv = m->iv + 1;
+}
+
+/*
+ * Judge comm c this interval (c->hv, the op in c->hk) from the markers
+ * hang_ranks() took: HANG_NONE while it moves (or waits for its members'
+ * own markers), HANG_STOPPED when it stood still for hang_timeout
+ * intervals with nobody inside an op and no sign of a hang, HANG_LOST,
+ * HANG_ABSENT or HANG_STUCK when it hangs.  The members that entered the
+ * op of a hung communicator are stamped (hang_stamp), and so are those
+ * that entered op k while the members inside k stood still for an
+ * interval: a member that completed op k while others cannot is held by
+ * that op, not its culprit, and communicators do not stop in the same
+ * interval, so the other's hang may be judged an interval early.
+ */
+static void
+hang_judge(struct matrix *m, uint32_t ci)
 {
 	struct comm *c = &m->comms[ci];
-	uint64_t k, kmax;
 	uint32_t r, age;
-	int rc = 0;
 
-	hang_ranks(m, c, &k, &kmax);
-	age = hang_age(m, c, k);
+	age = hang_age(m, c, c->hk);
 	c->stall = age == UINT32_MAX ? 0 : age;
+	c->hv = HANG_NONE;
+	if (c->hk != UINT64_MAX && age != UINT32_MAX && age > 0)
+		hang_stamp(m, c, c->hk);
 	if (age == UINT32_MAX || age < m->p.hang_timeout)
-		return HANG_NONE;
-	if (hang_any_lost(m, c))
-		return HANG_FOUND;
-	if (k == UINT64_MAX) {
-		if (hang_behind(m, c, kmax))
-			rc = hang_absent(m, ci, kmax);
-		else if (hang_enq_stuck(m, c, ci))
-			rc = hang_stuck(m, ci, kmax);
-		else
-			return HANG_STOPPED;
-		return rc < 0 ? -1 : HANG_FOUND;
+		return;
+	if (hang_any_lost(m, c)) {
+		c->hv = HANG_LOST;
+		return;
 	}
-	for (r = 0; r < c->nranks; r++)
-		if (c->rs[r].enter < k)
-			break;
-	rc = r < c->nranks ? hang_absent(m, ci, k) : hang_stuck(m, ci, k);
-	return rc < 0 ? -1 : HANG_FOUND;
+	if (c->hk == UINT64_MAX) {
+		c->hk = c->hkmax;
+		if (hang_behind(m, c, c->hk))
+			c->hv = HANG_ABSENT;
+		else if (hang_enq_stuck(m, c, ci))
+			c->hv = HANG_STUCK;
+		else
+			c->hv = HANG_STOPPED;
+	} else {
+		for (r = 0; r < c->nranks; r++)
+			if (c->rs[r].enter < c->hk)
+				break;
+		c->hv = r < c->nranks ? HANG_ABSENT : HANG_STUCK;
+	}
+	if (c->hv != HANG_STOPPED)
+		hang_stamp(m, c, c->hk);
 }
 
 /*
  * Judge node loss, every communicator's progress and a stall of the whole
- * job. Returns 0 or -1.
+ * job.  Every communicator is judged before any is named, so a member
+ * waiting on another communicator's hang is known as such whatever the
+ * order.  Returns 0 or -1.
  */
 int
 hang_detect(struct matrix *m)
 {
 	uint32_t ci;
-	int found = 0, rc;
+	int found = 0, rc = 0;
 
+	for (ci = 0; ci < m->ncomms; ci++)
+		if (!m->comms[ci].retired)
+			hang_ranks(m, &m->comms[ci]);
 	hang_nodes(m);
 	if (hang_node_events(m) < 0)
 		return -1;
-	for (ci = 0; ci < m->ncomms; ci++) {
-		if (m->comms[ci].retired)
+	for (ci = 0; ci < m->ncomms; ci++)
+		if (!m->comms[ci].retired)
+			hang_judge(m, ci);
+	for (ci = 0; ci < m->ncomms && rc == 0; ci++) {
+		const struct comm *c = &m->comms[ci];
+
+		if (c->retired || c->hv == HANG_NONE || c->hv == HANG_STOPPED)
 			continue;
-		rc = hang_comm(m, ci);
-		if (rc < 0)
-			return -1;
-		if (rc == HANG_FOUND)
-			found = 1;
+		found = 1;
+		if (c->hv == HANG_ABSENT)
+			rc = hang_absent(m, ci, c->hk);
+		else if (c->hv == HANG_STUCK)
+			rc = hang_stuck(m, ci, c->hk);
 	}
-	return stall_detect(m, found);
+	return rc < 0 ? -1 : stall_detect(m, found);
 }

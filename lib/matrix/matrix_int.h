@@ -56,6 +56,7 @@ struct host {
 	uint64_t st_iv;	  /* interval + 1 it was counted in a job stall */
 	uint64_t lead_iv; /* interval + 1 a host-local comm had a late member */
 	uint64_t slow_iv; /* ... its median gap was above its own baseline */
+	uint64_t rep_iv;  /* interval + 1 summaries of its ranks arrived */
 };
 
 struct dev {
@@ -73,6 +74,7 @@ struct dev {
 	uint64_t hd_iv;	    /* interval + 1 a member sent its own markers */
 	uint64_t mv_iv;	    /* ... and one moved within stall_timeout */
 	uint32_t still_min; /* fewest still intervals of those members */
+	uint64_t hg_iv;	    /* interval + 1 it took part in a hung op */
 };
 
 /* Per-interval aggregate of one side (row or column) of an endpoint. */
@@ -133,6 +135,9 @@ struct comm {
 	uint8_t local;	 /* every member on one host (tensor parallel) */
 	uint8_t gwarm;	 /* host-local: clean samples of gbase */
 	float gbase;	 /* host-local: baseline of its median log gap */
+	uint64_t hk;	 /* hang.c: lowest op a member is inside, or none */
+	uint64_t hkmax;	 /* ... highest op a member entered */
+	uint8_t hv;	 /* ... this interval's verdict (enum in hang.c) */
 };
 
 /*

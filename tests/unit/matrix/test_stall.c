@@ -4,6 +4,8 @@
  * it (stopped, or gone on to the next ops), every rank stuck behind one
  * connection, no connection evidence at all, a stall of the whole job,
  * reports that come late and bunched, and a real non-communication hang.
+ * Where a second communicator waits for a rank held by the first one's
+ * hang, the hang is still one event.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -35,7 +37,13 @@ struct opt {
 	int skew;     /* half the hosts report one interval late, 4 to 7 */
 	int carried;  /* host iv % NR's ranks: the agent's repeat */
 	int resume;   /* the job moves again from interval HANG + 6 */
+	int hb;	      /* in.hosts: hosts whose report of iv came in iv */
+	int late2;    /* host 3's reports of 6 and 7 each come one late */
+	int lost;     /* host 5 sends nothing from interval HANG on */
+	int tp;	      /* comm B (see run) waits for rank 0 from interval tp */
 };
+
+#define COMM_B 0xbbbbull
 
 struct res {
 	unsigned opened[MATRIX_EV_COUNT];
@@ -119,6 +127,10 @@ delay(const struct opt *o, uint32_t h, uint64_t g)
 		return HANG + 2 - g;
 	if (o->skew && h < NR / 2 && g >= 4 && g < 8)
 		return 1;
+	if (o->late2 && h == 3 && (g == 6 || g == 7))
+		return 1;
+	if (o->lost && h == 5 && g >= HANG)
+		return IVS; /* never */
 	return o->late && g >= 2 && g % NR == h;
 }
 
@@ -150,10 +162,26 @@ deliver(const struct opt *o, uint64_t iv, uint32_t r, uint64_t comm,
 	return got;
 }
 
+/*
+ * Comm B (o->tp): rank 0 on rank 0's device, rank 1 on a GPU of its own
+ * on host 0.  From interval o->tp on, rank 1 is inside B's next op,
+ * waiting for rank 0, which never enters it (it is held by comm A).
+ */
+static void
+comm_b(const struct opt *o, uint64_t iv, struct matrix_coll *coll, size_t *n)
+{
+	uint64_t b = 100;
+
+	marker(&coll[(*n)++], COMM_B, 0, b, b, 0);
+	marker(&coll[(*n)++], COMM_B, 1, b + (iv >= (uint64_t)o->tp), b, 0);
+}
+
 static void
 run(const struct opt *o, struct res *res)
 {
-	static struct matrix_coll coll[4 * NR];
+	static struct matrix_coll coll[4 * NR + 2];
+	struct matrix_rank_loc bloc[2];
+	uint32_t hosts[NR];
 	struct matrix *m = matrix_new(NULL);
 	const struct matrix_event *ev;
 	struct matrix_input in;
@@ -166,13 +194,27 @@ run(const struct opt *o, struct res *res)
 	fx_init(&f, NR, 0xdddd);
 	fx_ring(&f);
 	ck_assert_int_eq(matrix_comm_add(m, f.comm, NR, f.loc), 0);
+	bloc[0] = bloc[1] = f.loc[0];
+	bloc[1].gpu = bloc[1].nic = 1;
+	if (o->tp)
+		ck_assert_int_eq(matrix_comm_add(m, COMM_B, 2, bloc), 0);
 	for (iv = 0; iv < IVS; iv++) {
 		uint8_t heard[NR];
+		size_t nh = 0;
 
 		fx_fill(&f, &in, iv);
 		n = 0;
-		for (r = 0; r < NR; r++)
+		for (r = 0; r < NR; r++) {
 			heard[r] = deliver(o, iv, r, f.comm, coll, &n) > 0;
+			if (delay(o, r, iv) == 0)
+				hosts[nh++] = r;
+		}
+		if (o->tp)
+			comm_b(o, iv, coll, &n);
+		if (o->hb) {
+			in.hosts = hosts;
+			in.nhosts = nh;
+		}
 		in.coll = coll;
 		in.ncoll = n;
 		for (k = n = 0; k < f.nconn; k++) {
@@ -269,6 +311,23 @@ START_TEST(test_all_stuck_names_link)
 END_TEST
 
 /*
+ * A partial hang where ranks 0-1 completed op k and stopped, and comm B's
+ * rank 1 waits for rank 0 in B's next op, from the interval the hang
+ * starts or one before (communicators do not stop in the same interval):
+ * rank 0 is held by the hang, no culprit of B's, and the hang is one
+ * event naming the link.
+ */
+START_TEST(test_partial_hang_waiter_elsewhere)
+{
+	struct opt o = {.mode = PARTIAL_STOP, .pending = 1, .tp = HANG - _i};
+	struct res r;
+
+	run(&o, &r);
+	assert_link(&r);
+}
+END_TEST
+
+/*
  * No connection shows where: one ambiguous event, observed, naming only
  * the ranks whose own markers put them inside op k.
  */
@@ -351,6 +410,35 @@ START_TEST(test_late_reports_are_quiet)
 END_TEST
 
 /*
+ * With heartbeats (in.hosts) apart from the summaries: a host late twice
+ * in a row misses node_timeout heartbeats, but its first late reports
+ * arrive in the second: it is alive, and no event opens.  Late and
+ * skewed reports stay quiet too.  A host that sends nothing is lost
+ * within node_timeout intervals.
+ */
+START_TEST(test_late_heartbeats_not_lost)
+{
+	struct opt twice = {.mode = HEALTHY, .late2 = 1, .hb = 1};
+	struct opt late = {.mode = HEALTHY, .late = 1, .hb = 1};
+	struct opt skew = {.mode = HEALTHY, .skew = 1, .hb = 1};
+	struct opt lost = {.mode = HEALTHY, .lost = 1, .hb = 1};
+	struct res r;
+
+	run(&twice, &r);
+	ck_assert_uint_eq(total(&r), 0);
+	run(&late, &r);
+	ck_assert_uint_eq(total(&r), 0);
+	run(&skew, &r);
+	ck_assert_uint_eq(total(&r), 0);
+	run(&lost, &r);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_NODE_LOST], 1);
+	ck_assert_uint_eq(r.first[MATRIX_EV_NODE_LOST].isolate_host, 5);
+	ck_assert_uint_le(r.open_iv[MATRIX_EV_NODE_LOST],
+			  HANG + MATRIX_DEF_NODE_TIMEOUT - 1);
+}
+END_TEST
+
+/*
  * A real non-communication hang is named within hang_timeout + 1
  * intervals, on time reports or late ones (then once the rank's own
  * markers confirm it did not move).
@@ -390,9 +478,11 @@ stall_suite(void)
 
 	tcase_add_loop_test(tc, test_partial_completion, 0, 3);
 	tcase_add_test(tc, test_all_stuck_names_link);
+	tcase_add_loop_test(tc, test_partial_hang_waiter_elsewhere, 0, 2);
 	tcase_add_loop_test(tc, test_no_connection_evidence, 0, 2);
 	tcase_add_test(tc, test_job_stall);
 	tcase_add_test(tc, test_late_reports_are_quiet);
+	tcase_add_test(tc, test_late_heartbeats_not_lost);
 	tcase_add_test(tc, test_noncomm_hang_found);
 	suite_add_tcase(s, tc);
 	return s;
