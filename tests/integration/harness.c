@@ -4,6 +4,7 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -246,6 +247,54 @@ th_wait_ready(struct th_daemon *d)
 	return -1;
 }
 
+#define TH_TMPDIRS_MAX 64
+
+static char th_tmpdirs[TH_TMPDIRS_MAX][64];
+static int th_ntmpdirs;
+
+static int
+th_rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+/* on_exit(): a passing test leaves no directory behind. */
+static void
+th_rm_tmpdirs(int status, void *arg)
+{
+	(void)arg;
+	if (status != 0)
+		return;
+	for (int i = 0; i < th_ntmpdirs; i++)
+		nftw(th_tmpdirs[i], th_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	th_ntmpdirs = 0;
+}
+
+char *
+th_mkdtemp(char *tmpl)
+{
+	static pid_t registered;
+
+	if (mkdtemp(tmpl) == NULL)
+		return NULL;
+	/* a forked test inherits its parent's list: start its own */
+	if (registered != getpid()) {
+		registered = getpid();
+		th_ntmpdirs = 0;
+		on_exit(th_rm_tmpdirs, NULL);
+	}
+	if (th_ntmpdirs < TH_TMPDIRS_MAX &&
+	    strlen(tmpl) < sizeof(th_tmpdirs[0]))
+		strcpy(th_tmpdirs[th_ntmpdirs++], tmpl);
+	return tmpl;
+}
+
 /* Writes config into a new directory and starts bin there (see th_start). */
 static int
 th_launch(struct th_daemon *d, const char *name, const char *relpath,
@@ -260,7 +309,7 @@ th_launch(struct th_daemon *d, const char *name, const char *relpath,
 	d->notify_fd = -1;
 	d->status = -1;
 	snprintf(d->name, sizeof(d->name), "%s", name);
-	if (mkdtemp(tmpl) == NULL)
+	if (th_mkdtemp(tmpl) == NULL)
 		return -1;
 	snprintf(d->dir, sizeof(d->dir), "%s", tmpl);
 	snprintf(d->conf, sizeof(d->conf), "%s/%s.yaml", d->dir, name);

@@ -46,6 +46,12 @@ long th_now_ms(void);
 /* A loopback TCP port free at the time of the call (restarts in place). */
 int th_free_port(void);
 /*
+ * mkdtemp(tmpl), and the directory is removed with everything in it when
+ * the process (one test: Check forks per test) exits with status 0; a
+ * failed test keeps it for its logs.  Returns tmpl, or NULL as mkdtemp.
+ */
+char *th_mkdtemp(char *tmpl);
+/*
  * Runs c4ctl -s addr -t token ARGS... (NULL-terminated, at most
  * TH_CTL_ARGS_MAX) with stdout in out; its stderr is printed on failure.
  * Returns the exit status, or -1.

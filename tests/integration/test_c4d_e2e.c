@@ -61,7 +61,7 @@ sink_start(struct sink *s)
 	FILE *fp = NULL;
 
 	snprintf(s->dir, sizeof(s->dir), "/tmp/c4-e2e-sink-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(s->dir));
+	ck_assert_ptr_nonnull(th_mkdtemp(s->dir));
 	snprintf(path, sizeof(path), "%s/port", s->dir);
 	snprintf(log, sizeof(log), "%s/sink.log", s->dir);
 	s->pid = spawn_ok(argv, log);
@@ -104,7 +104,7 @@ master_start(struct master *m, const struct sink *s)
 	if (m->state[0] == '\0') {
 		snprintf(m->state, sizeof(m->state),
 			 "/tmp/c4-e2e-state-XXXXXX");
-		ck_assert_ptr_nonnull(mkdtemp(m->state));
+		ck_assert_ptr_nonnull(th_mkdtemp(m->state));
 		m->port = th_free_port();
 		ck_assert_int_gt(m->port, 0);
 		snprintf(m->conf, sizeof(m->conf),

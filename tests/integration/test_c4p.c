@@ -320,7 +320,7 @@ START_TEST(test_kill9_restart_recovers)
 	long long qps;
 	int answered = 0;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(th_mkdtemp(dir));
 	conf_text(conf, sizeof(conf), dir);
 	ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
 	client(&c, &d, "job-k");
@@ -443,7 +443,7 @@ START_TEST(test_store_inline_and_writer_commits)
 		struct th_daemon d;
 		struct c4p_client c;
 
-		ck_assert_ptr_nonnull(mkdtemp(dir));
+		ck_assert_ptr_nonnull(th_mkdtemp(dir));
 		conf_text(conf, sizeof(conf), dir);
 		if (full)
 			strncat(conf, "sync_full: true\n",
@@ -535,7 +535,7 @@ START_TEST(test_store_checkpoint_while_loop_commits)
 	pthread_t t[STORE_VALVE_CLIENTS];
 	struct th_daemon d;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(th_mkdtemp(dir));
 	conf_text(conf, sizeof(conf), dir);
 	ck_assert_int_eq(setenv("C4P_TEST_WAL_MAX_FRAMES", "2", 1), 0);
 	ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
@@ -578,7 +578,7 @@ START_TEST(test_probe_result_and_qp_load)
 	struct c4p_client a;
 	C4__Envelope *env;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(th_mkdtemp(dir));
 	conf_text(conf, sizeof(conf), dir);
 	ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
 	ck_assert_int_eq(c4p_client_connect(&a, d.tcp, CCL_TOKEN, NULL,
@@ -750,7 +750,7 @@ START_TEST(test_bad_topology_positions)
 	FILE *fp;
 	size_t n;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(th_mkdtemp(dir));
 	snprintf(topo, sizeof(topo), "%s",
 		 th_data("topology/bad-topology.yaml"));
 	snprintf(conf, sizeof(conf), "%s/c4p-master.yaml", dir);

@@ -161,7 +161,7 @@ sink_start(struct sink *s)
 
 	if (s->dir[0] == '\0') {
 		snprintf(s->dir, sizeof(s->dir), "/tmp/c4-sink-XXXXXX");
-		ck_assert_ptr_nonnull(mkdtemp(s->dir));
+		ck_assert_ptr_nonnull(th_mkdtemp(s->dir));
 	}
 	sink_file(s, "port", path, sizeof(path));
 	unlink(path);
@@ -332,7 +332,7 @@ static void
 tmpdir(char *dir, size_t len)
 {
 	snprintf(dir, len, "/tmp/c4-store-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(th_mkdtemp(dir));
 }
 
 /* A GET of path with nhdr 256-byte headers; the status code, or -1. */
