@@ -77,6 +77,8 @@
 #define MATRIX_DEF_TAIL_MIN	  2.0	/* least tail (p90/p50) growth      */
 #define MATRIX_DEF_BP_FRAC	  0.5	/* neighbour share of a culprit's r */
 #define MATRIX_DEF_TAIL_RUN	  3	/* tail grown in this many in a row  */
+#define MATRIX_DEF_FLAP_K	  3	/* intermittent: strong in k ...     */
+#define MATRIX_DEF_FLAP_N	  7	/* ... of the last n intervals       */
 
 /* ---- enumerations ------------------------------------------------------ */
 enum matrix_transport {
@@ -407,6 +409,13 @@ struct matrix_params {
 	 * fault keeps it there
 	 */
 	unsigned tail_run;
+	/*
+	 * intermittent evidence: strong in flap_k of the last flap_n
+	 * intervals also opens (a fault on one interval in three never
+	 * shows twice in persist_n = 3)
+	 */
+	unsigned flap_k;
+	unsigned flap_n;
 };
 
 struct matrix;
