@@ -3,17 +3,16 @@
  * anomalies per interval under a key naming the kind and the culprit; this
  * layer keeps a short history per key and decides: OPEN when the candidate
  * was seen with strong evidence (score >= z_strong) in persist_k of the
- * last persist_n intervals, or at all in weak_k of the last weak_n (at
- * once for hangs and lost nodes, whose detectors apply their own
- * timeout). Weak evidence waits longer because among hundreds of
- * thousands of links a z of 4 to 6 twice in a row happens by chance; a
- * real fault keeps it up. UPDATED when
- * the slowdown moved by update_delta, RESOLVED after resolve_n clean
- * intervals, or twice the longest clean run seen inside the event if that
- * is longer (at most resolve_max), so an intermittent fault stays one
- * event. One key has at most one open event; the event id is the key.
- * What is published (and with which action) the final pass decides
- * (domain.c).
+ * last persist_n intervals, or at all in weak_k of the last weak_n, or
+ * strong in flap_k of the last flap_n (a fault that flaps; at once for
+ * hangs and lost nodes, whose detectors apply their own timeout). Weak evidence
+ * waits longer because among hundreds of thousands of links a z of 4 to 6 twice
+ * in a row happens by chance; a real fault keeps it up. UPDATED when the
+ * slowdown moved by update_delta, RESOLVED after resolve_n clean intervals, or
+ * twice the longest clean run seen inside the event if that is longer (at most
+ * resolve_max), so an intermittent fault stays one event. One key has at most
+ * one open event; the event id is the key. What is published (and with which
+ * action) the final pass decides (domain.c).
  */
 #include <math.h>
 #include <string.h>
