@@ -809,7 +809,8 @@ static int
 cell_backpressure(struct matrix *m, struct link *l)
 {
 	const struct link *cur = l;
-	int sticky = l->bp_iv != 0 && l->bp_iv + m->p.flap_n > m->iv + 1;
+	uint32_t now = (uint32_t)(m->iv + 1);
+	int sticky = l->bp_iv != 0 && now - l->bp_iv < m->p.flap_n;
 	float ex = expm1f(l->r);
 	int hop;
 
@@ -821,7 +822,7 @@ cell_backpressure(struct matrix *m, struct link *l)
 		if (!(nb->rmax > cur->r))
 			return 0;
 		if (sticky || ex <= (float)m->p.bp_frac * expm1f(nb->rmax)) {
-			l->bp_iv = m->iv + 1;
+			l->bp_iv = now;
 			return 1;
 		}
 		cur = &m->links[nb->lmax];
