@@ -775,29 +775,56 @@ cell_links_score(struct matrix *m)
 }
 
 /*
+ * The side rx (0 transmit, 1 receive) next to endpoint ep on a ring: that
+ * of ep itself or of the other endpoint of its device, whichever has the
+ * hotter link. A ring runs through devices, not endpoints: a rank may
+ * receive over NVLink and send on over its NIC. A NIC port shared by
+ * several GPUs stands for its representative device.
+ */
+static const struct side *
+cell_ring_side(struct matrix *m, uint32_t ep, int rx)
+{
+	const struct dev *d = &m->devs[m->eps[ep].dev];
+	const struct side *a = cell_side_of(m, ep, rx);
+	const struct side *b =
+		cell_side_of(m, m->eps[ep].net ? d->ep_gpu : d->ep_net, rx);
+
+	return b->rmax > a->rmax ? b : a;
+}
+
+/*
  * Back-pressure: a slow link delays its neighbours on a ring (upstream
- * links run out of credits, downstream links wait for its data), and
- * they theirs, less and less. From link l, walk to the hottest
- * neighbour (the hottest elevated link that ends where the current one
- * starts or starts where it ends) while it is hotter, a few hops at
- * most; l is explained when one of them is slowed by at least 1 /
- * bp_frac as much as l (log units).
+ * links wait for credits, so their transfers take longer; downstream
+ * links get its data late), and they theirs, less and less: a neighbour
+ * takes on a share of the culprit's extra time. From link l, walk to the
+ * hottest neighbour (the hottest elevated link into the device l starts
+ * from or out of the device it ends at) while it is hotter, a few hops at
+ * most; l is explained when its extra time (slowdown - 1) is at most
+ * bp_frac of one of theirs. A link explained within the last flap_n
+ * intervals stays explained while a neighbour is hotter at all: the
+ * share it claims wavers with noise, and evidence that old still counts
+ * for persistence.
  */
 static int
-cell_backpressure(struct matrix *m, const struct link *l)
+cell_backpressure(struct matrix *m, struct link *l)
 {
 	const struct link *cur = l;
+	uint32_t now = (uint32_t)(m->iv + 1);
+	int sticky = l->bp_iv != 0 && now - l->bp_iv < m->p.flap_n;
+	float ex = expm1f(l->r);
 	int hop;
 
 	for (hop = 0; hop < 4; hop++) {
-		const struct side *up = cell_side_of(m, cur->ep_tx, 1);
-		const struct side *down = cell_side_of(m, cur->ep_rx, 0);
+		const struct side *up = cell_ring_side(m, cur->ep_tx, 1);
+		const struct side *down = cell_ring_side(m, cur->ep_rx, 0);
 		const struct side *nb = up->rmax >= down->rmax ? up : down;
 
 		if (!(nb->rmax > cur->r))
 			return 0;
-		if (l->r <= (float)m->p.bp_frac * nb->rmax)
+		if (sticky || ex <= (float)m->p.bp_frac * expm1f(nb->rmax)) {
+			l->bp_iv = now;
 			return 1;
+		}
 		cur = &m->links[nb->lmax];
 	}
 	return 0;

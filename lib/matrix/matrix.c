@@ -52,6 +52,8 @@ matrix_params_default(struct matrix_params *p)
 	p->tail_min = MATRIX_DEF_TAIL_MIN;
 	p->bp_frac = MATRIX_DEF_BP_FRAC;
 	p->tail_run = MATRIX_DEF_TAIL_RUN;
+	p->flap_k = MATRIX_DEF_FLAP_K;
+	p->flap_n = MATRIX_DEF_FLAP_N;
 }
 
 /* 1 when p is usable (windows fit the history, thresholds sane). */
@@ -88,6 +90,11 @@ matrix_params_ok(const struct matrix_params *p)
 	if (!(p->creep_max >= 0) || !(p->creep_max < log(p->min_slowdown)) ||
 	    !(p->tail_min > 1.0) || !(p->bp_frac > 0) || !(p->bp_frac < 1) ||
 	    p->tail_run < 1 || p->tail_run > MATRIX_HIST_MAX)
+		return 0;
+	/* persist.c: intermittent evidence (a filtered track counts one more)
+	 */
+	if (p->flap_n < 2 || p->flap_n > MATRIX_HIST_MAX || p->flap_k < 2 ||
+	    p->flap_k > p->flap_n)
 		return 0;
 	return 1;
 }

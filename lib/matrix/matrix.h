@@ -75,8 +75,10 @@
 #define MATRIX_DEF_ISOLATE_SLOW	  1.5	/* least slowdown for isolation      */
 #define MATRIX_DEF_CREEP_MAX	  0.002 /* baseline creep per interval (log) */
 #define MATRIX_DEF_TAIL_MIN	  2.0	/* least tail (p90/p50) growth      */
-#define MATRIX_DEF_BP_FRAC	  0.5	/* neighbour share of a culprit's r */
+#define MATRIX_DEF_BP_FRAC	  0.75	/* neighbour share of extra time     */
 #define MATRIX_DEF_TAIL_RUN	  3	/* tail grown in this many in a row  */
+#define MATRIX_DEF_FLAP_K	  3	/* intermittent: strong in k ...     */
+#define MATRIX_DEF_FLAP_N	  7	/* ... of the last n intervals       */
 
 /* ---- enumerations ------------------------------------------------------ */
 enum matrix_transport {
@@ -396,9 +398,10 @@ struct matrix_params {
 	/* tail evidence: p90/p50 grown by this factor over its baseline */
 	double tail_min;
 	/*
-	 * back-pressure: a hot link slowed by at most bp_frac of a hotter
-	 * link that ends where it starts, or starts where it ends (log
-	 * units), is explained by that link and opens nothing
+	 * back-pressure: a hot link whose extra time (slowdown - 1) is at
+	 * most bp_frac of a hotter link's that ends at the device it starts
+	 * from, or starts at the device it ends at, is explained by that
+	 * link and opens nothing
 	 */
 	double bp_frac;
 	/*
@@ -407,6 +410,13 @@ struct matrix_params {
 	 * fault keeps it there
 	 */
 	unsigned tail_run;
+	/*
+	 * intermittent evidence: strong in flap_k of the last flap_n
+	 * intervals also opens (a fault on one interval in three never
+	 * shows twice in persist_n = 3)
+	 */
+	unsigned flap_k;
+	unsigned flap_n;
 };
 
 struct matrix;

@@ -214,6 +214,8 @@ struct link {
 	uint16_t ntail; /* cells with tail evidence this interval */
 	float tbest_d;	/* its growth of log(p90 / p50) ... */
 	float tbest_z;	/* ... and robust z */
+	uint32_t bp_iv; /* low bits of interval + 1 back-pressure last
+			   explained it (0: never) */
 };
 
 /* Per-interval work item of the comm-slow detector (one sampled cell). */

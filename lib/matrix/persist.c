@@ -3,17 +3,16 @@
  * anomalies per interval under a key naming the kind and the culprit; this
  * layer keeps a short history per key and decides: OPEN when the candidate
  * was seen with strong evidence (score >= z_strong) in persist_k of the
- * last persist_n intervals, or at all in weak_k of the last weak_n (at
- * once for hangs and lost nodes, whose detectors apply their own
- * timeout). Weak evidence waits longer because among hundreds of
- * thousands of links a z of 4 to 6 twice in a row happens by chance; a
- * real fault keeps it up. UPDATED when
- * the slowdown moved by update_delta, RESOLVED after resolve_n clean
- * intervals, or twice the longest clean run seen inside the event if that
- * is longer (at most resolve_max), so an intermittent fault stays one
- * event. One key has at most one open event; the event id is the key.
- * What is published (and with which action) the final pass decides
- * (domain.c).
+ * last persist_n intervals, or at all in weak_k of the last weak_n, or
+ * strong in flap_k of the last flap_n (a fault that flaps; at once for
+ * hangs and lost nodes, whose detectors apply their own timeout). Weak evidence
+ * waits longer because among hundreds of thousands of links a z of 4 to 6 twice
+ * in a row happens by chance; a real fault keeps it up. UPDATED when the
+ * slowdown moved by update_delta, RESOLVED after resolve_n clean intervals, or
+ * twice the longest clean run seen inside the event if that is longer (at most
+ * resolve_max), so an intermittent fault stays one event. One key has at most
+ * one open event; the event id is the key. What is published (and with which
+ * action) the final pass decides (domain.c).
  */
 #include <math.h>
 #include <string.h>
@@ -185,22 +184,6 @@ persist_resolve_after(const struct matrix_params *p, const struct track *t)
 	return n > p->resolve_n ? n : p->resolve_n;
 }
 
-/* The evidence an event opens with: its score, slowdown and history. */
-static void
-persist_evidence(const struct matrix_params *p, struct track *t)
-{
-	unsigned w = p->persist_n > p->weak_n ? p->persist_n : p->weak_n;
-	unsigned hot = persist_popcount(t->hist & ((1u << w) - 1));
-
-	t->ev.evidence.z_open = (float)t->ev.score;
-	t->ev.evidence.slowdown_open = (float)t->ev.slowdown;
-	/* hangs and lost nodes count their own intervals (their timeout) */
-	if (t->immediate && t->ev.evidence.hot_intervals > hot)
-		return;
-	t->ev.evidence.window = (uint8_t)w;
-	t->ev.evidence.hot_intervals = (uint8_t)hot;
-}
-
 int
 persist_emit_event(struct matrix *m, const struct matrix_event *e,
 		   unsigned state)
@@ -221,6 +204,80 @@ persist_emit(struct matrix *m, const struct track *t, unsigned state)
 }
 
 /*
+ * The window of the rule that opens track t now, 0 when none does: a
+ * detector's own timing, strong evidence in persist_k of persist_n, any
+ * in weak_k of weak_n (those two report the longer of their windows),
+ * else strong evidence in flap_k of flap_n (an intermittent fault).
+ */
+static unsigned
+persist_opens(const struct matrix_params *p, const struct track *t)
+{
+	uint32_t nmask = (1u << p->persist_n) - 1;
+	uint32_t wmask = (1u << p->weak_n) - 1;
+	uint32_t fmask = (1u << p->flap_n) - 1;
+
+	if (!t->seen)
+		return 0;
+	if (t->immediate ||
+	    persist_popcount(t->strong & nmask) >= p->persist_k ||
+	    persist_popcount(t->hist & wmask) >= p->weak_k)
+		return p->persist_n > p->weak_n ? p->persist_n : p->weak_n;
+	if (persist_popcount(t->strong & fmask) >= p->flap_k)
+		return p->flap_n;
+	return 0;
+}
+
+/*
+ * The evidence an event opens with (w: the window of the rule that
+ * opened it): its score, slowdown and history.
+ */
+static void
+persist_evidence(struct track *t, unsigned w)
+{
+	unsigned hot = persist_popcount(t->hist & ((1u << w) - 1));
+
+	t->ev.evidence.z_open = (float)t->ev.score;
+	t->ev.evidence.slowdown_open = (float)t->ev.slowdown;
+	/* hangs and lost nodes count their own intervals (their timeout) */
+	if (t->immediate && t->ev.evidence.hot_intervals > hot)
+		return;
+	t->ev.evidence.window = (uint8_t)w;
+	t->ev.evidence.hot_intervals = (uint8_t)hot;
+}
+
+/*
+ * Open track t (w: the window of the rule that opened it): its first
+ * interval is its oldest evidence in the window, and the longest clean
+ * run between its hits there counts as seen inside the event, so an
+ * intermittent fault that opened it stays one event. 0 or -1.
+ */
+static int
+persist_open(struct matrix *m, struct track *t, unsigned w)
+{
+	unsigned b, old = 0, run = 0;
+
+	t->clean = t->gapmax = 0;
+	for (b = 0; b < w; b++) {
+		if (!(t->hist & (1u << b))) {
+			run++;
+			continue;
+		}
+		if (run > t->gapmax && b > run)
+			t->gapmax = (uint8_t)run; /* between two hits */
+		run = 0;
+		old = b;
+	}
+	t->open = 1;
+	t->ev.first_interval = m->iv - old;
+	t->reported_slowdown = t->ev.slowdown;
+	persist_evidence(t, w);
+	if (persist_emit(m, t, MATRIX_ST_OPEN) < 0)
+		return -1;
+	t->ev.state = MATRIX_ST_OPEN;
+	return 0;
+}
+
+/*
  * Close the interval: shift every history, open, update and resolve
  * events, and forget candidates that went quiet without opening. Returns
  * 0 or -1 on memory exhaustion.
@@ -230,12 +287,13 @@ persist_finish(struct matrix *m)
 {
 	const struct matrix_params *p = &m->p;
 	uint32_t nmask = (1u << p->persist_n) - 1;
-	uint32_t wmask = (1u << p->weak_n) - 1;
+	uint32_t keep =
+		((1u << p->weak_n) - 1) | ((1u << p->flap_n) - 1) | nmask;
 	uint32_t i;
 
 	for (i = 0; i < m->ntrk; i++) {
 		struct track *t = &m->trk[i];
-		unsigned hits;
+		unsigned hits, w;
 
 		if (t->open && !t->seen && !t->immediate &&
 		    !persist_sampled(m, t))
@@ -258,25 +316,10 @@ persist_finish(struct matrix *m)
 							     (2.0 * p->z_min)));
 		}
 		if (!t->open) {
-			if (t->seen &&
-			    (t->immediate ||
-			     persist_popcount(t->strong & nmask) >=
-				     p->persist_k ||
-			     persist_popcount(t->hist & wmask) >= p->weak_k)) {
-				unsigned b, old = 0;
-
-				for (b = 0; b < p->weak_n; b++)
-					if (t->hist & (1u << b))
-						old = b;
-				t->open = 1;
-				t->clean = t->gapmax = 0;
-				t->ev.first_interval = m->iv - old;
-				t->reported_slowdown = t->ev.slowdown;
-				persist_evidence(p, t);
-				if (persist_emit(m, t, MATRIX_ST_OPEN) < 0)
+			if ((w = persist_opens(p, t)) > 0) {
+				if (persist_open(m, t, w) < 0)
 					return -1;
-				t->ev.state = MATRIX_ST_OPEN;
-			} else if ((t->hist & (nmask | wmask)) == 0) {
+			} else if ((t->hist & keep) == 0) {
 				t->live = 0;
 			}
 		} else if (t->seen) {

@@ -2,8 +2,9 @@
  * test_persist.c: the engine's persistence rules, driven directly through
  * persist_observe() and persist_finish() interval by interval: a
  * candidate opens an event once it was hot with strong evidence in k of
- * the last n intervals (weak evidence: weak_k of weak_n; a detector's own
- * timeout: at once), stays one event while hot, is updated when its
+ * the last n intervals (weak evidence: weak_k of weak_n; intermittent
+ * strong evidence: flap_k of flap_n; a detector's own timeout: at once),
+ * stays one event while hot, is updated when its
  * slowdown moves, resolves after resolve_n clean intervals with its last
  * seen interval, and never opens twice; quiet candidates are forgotten.
  */
@@ -194,6 +195,57 @@ START_TEST(test_flapping_one_event)
 }
 END_TEST
 
+START_TEST(test_intermittent_opens)
+{
+	struct matrix *m = engine();
+
+	/* Strong one interval in three: never two in persist_n = 3, but
+	 * flap_k = 3 of flap_n = 7 opens it on its third interval, dated
+	 * from its first, with the clean runs between its hits counted. */
+	replay(m, 1, KEY, 6.0, 0, "x..x..x", "0000001");
+	expect_event(m, KEY, MATRIX_ST_OPEN, 1, 7);
+	ck_assert_uint_eq(m->out[0].evidence.window, MATRIX_DEF_FLAP_N);
+	ck_assert_uint_eq(m->out[0].evidence.hot_intervals, 3);
+	/* One event while it goes on; twice its clean run (4) resolves it. */
+	replay(m, 8, KEY, 6.0, 0, "..x..x", "000000");
+	replay(m, 14, KEY, 6.0, 0, "....", "0001");
+	expect_event(m, KEY, MATRIX_ST_RESOLVED, 1, 13);
+	matrix_free(m);
+
+	/* Weak evidence never counts; nor do hits further apart (three in
+	 * nine intervals). */
+	m = engine();
+	replay(m, 1, KEY, 4.5, 0, "x..x..x..x", "0000000000");
+	replay(m, 11, KEY, 6.0, 0, "x...x...x...x", "0000000000000");
+	matrix_free(m);
+}
+END_TEST
+
+START_TEST(test_intermittent_params)
+{
+	struct matrix_params p;
+	struct matrix *m;
+
+	/* One interval alone is never intermittent evidence; k <= n <= 16. */
+	matrix_params_default(&p);
+	p.flap_k = 1;
+	ck_assert_ptr_null(matrix_new(&p));
+	p.flap_k = 5;
+	p.flap_n = 4;
+	ck_assert_ptr_null(matrix_new(&p));
+	p.flap_n = MATRIX_HIST_MAX + 1;
+	ck_assert_ptr_null(matrix_new(&p));
+	/* Two of four: hits three apart open on the second. */
+	p.flap_k = 2;
+	p.flap_n = 4;
+	m = matrix_new(&p);
+	ck_assert_ptr_nonnull(m);
+	replay(m, 1, KEY, 6.0, 0, "x..x", "0001");
+	expect_event(m, KEY, MATRIX_ST_OPEN, 1, 4);
+	matrix_free(m);
+}
+END_TEST
+
 START_TEST(test_resolve_max_caps_the_wait)
 {
 	struct matrix_params p;
@@ -277,13 +329,13 @@ START_TEST(test_quiet_candidate_forgotten)
 {
 	struct matrix *m = engine();
 
-	/* Seen once: kept while the longer window (weak_n = 4) holds it. */
+	/* Seen once: kept while the longest window (flap_n) holds it. */
 	replay(m, 1, KEY, 4.5, 0, "x", "0");
-	for (uint64_t iv = 2; iv <= 4; iv++) {
+	for (uint64_t iv = 2; iv <= MATRIX_DEF_FLAP_N; iv++) {
 		ck_assert_uint_eq(interval(m, iv, KEY, 0, 0), 0);
 		ck_assert_uint_eq(m->ntrk, 1);
 	}
-	ck_assert_uint_eq(interval(m, 5, KEY, 0, 0), 0);
+	ck_assert_uint_eq(interval(m, MATRIX_DEF_FLAP_N + 1, KEY, 0, 0), 0);
 	ck_assert_uint_eq(m->ntrk, 0);
 	matrix_free(m);
 }
@@ -305,6 +357,7 @@ END_TEST
 
 TMAIN("matrix-persist", test_strong_opens_after_k_of_n,
       test_weak_and_forced_evidence, test_one_event_until_resolved,
-      test_flapping_one_event, test_resolve_max_caps_the_wait,
+      test_flapping_one_event, test_intermittent_opens,
+      test_intermittent_params, test_resolve_max_caps_the_wait,
       test_updated_when_slowdown_moves, test_observations_merged,
       test_quiet_candidate_forgotten, test_key_stable)

@@ -287,6 +287,61 @@ START_TEST(test_backpressure)
 END_TEST
 
 /*
+ * Stronger back-pressure: link 2 -> 3 slows two-fold from interval 10 and
+ * its ring neighbours take on 55 % of its extra time at once (1.55x: in
+ * log units more than half of the culprit's). With nvlink, the upstream
+ * neighbour 1 -> 2 (and 5 -> 6) runs over NVLink: rank 2 receives on its
+ * GPU and sends on over its NIC, and the neighbour is still its device's.
+ */
+static void
+backpressure_share(struct fx *f, uint64_t iv, int nvlink)
+{
+	size_t i;
+
+	for (i = 0; i < f->nconn; i++) {
+		struct matrix_conn *c = &f->conn[i];
+
+		if (c->algo != MATRIX_ALGO_RING)
+			continue;
+		if (nvlink && (c->src == 1 || c->src == 5))
+			c->transport = MATRIX_TR_NVLINK;
+		if (iv < 10)
+			continue;
+		if (c->src == 2)
+			f->slow[i] = 2.0;
+		else if (c->src == 1 || c->src == 3)
+			f->slow[i] = 1.55;
+	}
+}
+
+static void
+backpressure_net(struct fx *f, uint64_t iv)
+{
+	backpressure_share(f, iv, 0);
+}
+
+static void
+backpressure_nvlink(struct fx *f, uint64_t iv)
+{
+	backpressure_share(f, iv, 1);
+}
+
+START_TEST(test_backpressure_share)
+{
+	struct res r;
+
+	run(&r, 8, 30, backpressure_net, NULL);
+	ck_assert_uint_eq(r.opened, 1);
+	ck_assert_uint_eq(r.first.suspects[0].host, 2);
+	ck_assert_uint_eq(r.first.suspects[0].peer_host, 3);
+	run(&r, 8, 30, backpressure_nvlink, NULL);
+	ck_assert_uint_eq(r.opened, 1);
+	ck_assert_uint_eq(r.first.suspects[0].host, 2);
+	ck_assert_uint_eq(r.first.suspects[0].peer_host, 3);
+}
+END_TEST
+
+/*
  * A ring-only job slowed on 5 -> 6 by a receive side that flaps: the
  * event is ambiguous and its summary names its first suspect's host.
  */
@@ -340,6 +395,7 @@ robust_suite(void)
 	tcase_add_test(tc, test_tail_delay);
 	tcase_add_test(tc, test_tail_delay_heavy);
 	tcase_add_test(tc, test_backpressure);
+	tcase_add_test(tc, test_backpressure_share);
 	tcase_add_test(tc, test_ambiguous_order);
 	suite_add_tcase(s, tc);
 	return s;
