@@ -9,8 +9,7 @@
 
 #include "matrix_int.h"
 
-/* A link suspect for cell x: both endpoints, ranks, NIC ports. */
-static void
+void
 cand_fill_link(const struct matrix *m, struct matrix_suspect *s,
 	       const struct cell *x)
 {

@@ -308,30 +308,6 @@ hang_cell_stuck(const struct cell *x, uint32_t ci)
 	return x->comm == ci && x->bytes == 0;
 }
 
-/* Fill suspect s with the link of stuck cell x of comm c (both ends). */
-static void
-hang_link_suspect(const struct matrix *m, const struct comm *c,
-		  const struct cell *x, struct matrix_suspect *s)
-{
-	const struct dev *a = &m->devs[c->dev[x->src]];
-	const struct dev *b = &m->devs[c->dev[x->dst]];
-
-	memset(s, 0, sizeof(*s));
-	s->role = MATRIX_ROLE_LINK;
-	s->transport = x->tr;
-	s->comm = c->hash;
-	s->rank = x->src;
-	s->peer_rank = x->dst;
-	s->host = a->host;
-	s->gpu = a->gpu;
-	s->nic = a->nic;
-	s->port = a->port;
-	s->peer_host = b->host;
-	s->peer_gpu = b->gpu;
-	s->peer_nic = b->nic;
-	s->peer_port = b->port;
-}
-
 /*
  * Communication hang of comm ci at op k: one candidate per connection
  * with chunks posted and no byte moved (check the link; ambiguous when
@@ -356,7 +332,7 @@ hang_links(struct matrix *m, uint32_t ci, uint64_t k, uint32_t *found)
 		memset(&e, 0, sizeof(e));
 		e.kind = MATRIX_EV_COMM_HANG;
 		e.comm = c->hash;
-		hang_link_suspect(m, c, x, &e.suspects[0]);
+		cand_fill_link(m, &e.suspects[0], x);
 		e.nsuspects = 1;
 		e.ncells = 1;
 		e.ncells_total = 1;

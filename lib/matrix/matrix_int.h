@@ -456,6 +456,13 @@ struct cand {
  * exhaustion.
  */
 int cand_submit(struct matrix *m, const struct cand *c);
+/*
+ * Fills *s (cleared first) as the link suspect of cell x: role link, both
+ * ends' host, GPU, NIC and port, the ranks and the transport.  m and x do
+ * not change.
+ */
+void cand_fill_link(const struct matrix *m, struct matrix_suspect *s,
+		    const struct cell *x);
 
 /*
  * tail.c: slowness in the tail of a connection's transfer times.
