@@ -460,34 +460,6 @@ cell_level_fresh(struct matrix *m)
 }
 
 /*
- * A cell counts as slowed only as much as it was in one of its three
- * samples before too: w's r and z become the smaller of theirs and the
- * larger of those samples', so a spike of one interval (a heavy tail
- * reaching the median) cannot make a cell hot or feed its CUSUM, while a
- * fault that flaps (on one interval in two or three) still can. The raw
- * values are kept in b for the next samples and for the baseline's
- * update. Before a first sample, earlier ones count as not slowed.
- */
-static void
-cell_recent(struct cbase *b, struct work *w)
-{
-	float r = w->r, z = w->z;
-
-	if (!b->have_prev)
-		b->rprev = b->zprev = b->rprev2 = b->zprev2 = b->rprev3 =
-			b->zprev3 = 0.0f;
-	w->r = fminf(r, fmaxf(b->rprev, fmaxf(b->rprev2, b->rprev3)));
-	w->z = fminf(z, fmaxf(b->zprev, fmaxf(b->zprev2, b->zprev3)));
-	b->rprev3 = b->rprev2;
-	b->zprev3 = b->zprev2;
-	b->rprev2 = b->rprev;
-	b->zprev2 = b->zprev;
-	b->rprev = r;
-	b->zprev = z;
-	b->have_prev = 1;
-}
-
-/*
  * Score every usable cell against its class. The class level L is the
  * median of (x - baseline) over the class, x the log time per byte; it is
  * carried from the previous interval and corrected by this interval's
@@ -555,8 +527,7 @@ cell_score(struct matrix *m)
 	for (i = 0; i < m->nwork; i++) {
 		struct work *w = &m->work[i];
 		const struct cls *k = &m->cls[w->cls];
-		struct cbase *b = &m->cbase[w->cell];
-		int pair;
+		const struct cbase *b = &m->cbase[w->cell];
 
 		if (k->n < MATRIX_CLS_MIN)
 			continue;
@@ -568,10 +539,21 @@ cell_score(struct matrix *m)
 		 * spread of its own: its cells are judged on their own noise,
 		 * and only once warm.
 		 */
+		w->z = w->r * (k->n < MATRIX_CLS_USABLE
+				       ? (isfinite(b->isig) ? b->isig : 0.0f)
+				       : fminf(k->isig, b->isig));
+		spike_count(m, w, (uint32_t)(m->iv + 1));
+	}
+	for (i = 0; i < m->nwork; i++) {
+		struct work *w = &m->work[i];
+		const struct cls *k = &m->cls[w->cls];
+		struct cbase *b = &m->cbase[w->cell];
+		int pair;
+
+		if (k->n < MATRIX_CLS_MIN)
+			continue;
 		pair = k->n < MATRIX_CLS_USABLE;
-		w->z = w->r * (pair ? (isfinite(b->isig) ? b->isig : 0.0f)
-				    : fminf(k->isig, b->isig));
-		cell_recent(b, w);
+		spike_filter(b, w, spike_corroborated(m, w));
 		w->acc = 0;
 		if (pair && b->warm < p->warm_intervals) {
 			w->hot = 0;

@@ -95,6 +95,9 @@ struct ep {
 	uint32_t dev;  /* representative device */
 	uint8_t net;
 	struct side sd[2]; /* 0: transmit (row), 1: receive (column) */
+	uint32_t rstamp;   /* low bits of interval + 1 of rn and rhot */
+	uint16_t rn[2];	   /* cells sampled on each side this interval ... */
+	uint16_t rhot[2];  /* ... and those slowed, before the spike filter */
 };
 
 /* Per communicator member: progress and the rank's own baselines. */
@@ -208,14 +211,16 @@ struct link {
 	uint8_t cand;	     /* has a cell at >= min_slowdown / 2 or hot */
 	float best_r;
 	float best_z;
-	float r;	/* sum, then mean, of the cells' r */
-	float z;	/* sum, then combined, of the cells' z */
-	uint32_t tbest; /* cell with the largest tail growth (ntail > 0) */
-	uint16_t ntail; /* cells with tail evidence this interval */
-	float tbest_d;	/* its growth of log(p90 / p50) ... */
-	float tbest_z;	/* ... and robust z */
-	uint32_t bp_iv; /* low bits of interval + 1 back-pressure last
-			   explained it (0: never) */
+	float r;	 /* sum, then mean, of the cells' r */
+	float z;	 /* sum, then combined, of the cells' z */
+	uint32_t tbest;	 /* cell with the largest tail growth (ntail > 0) */
+	uint16_t ntail;	 /* cells with tail evidence this interval */
+	float tbest_d;	 /* its growth of log(p90 / p50) ... */
+	float tbest_z;	 /* ... and robust z */
+	uint32_t bp_iv;	 /* low bits of interval + 1 back-pressure last
+			    explained it (0: never) */
+	uint32_t rstamp; /* low bits of interval + 1 of rhot */
+	uint16_t rhot;	 /* its cells slowed now, before the spike filter */
 };
 
 /* Per-interval work item of the comm-slow detector (one sampled cell). */
@@ -456,6 +461,19 @@ struct cand {
  * exhaustion.
  */
 int cand_submit(struct matrix *m, const struct cand *c);
+/*
+ * spike.c.  spike_count() counts work item w's raw (unfiltered) sample on
+ * its link and on both endpoints' sides for interval stamp (low bits of
+ * interval + 1); call it for every scored item before any
+ * spike_corroborated().  spike_corroborated() returns 1 when w's raw
+ * sample is slowed and its link or one of its sides confirms it in this
+ * interval.  spike_filter() lowers w's r and z to the largest of the
+ * cell's three previous samples unless now is set, and shifts the raw
+ * sample into the cell's history b.
+ */
+void spike_count(struct matrix *m, const struct work *w, uint32_t stamp);
+int spike_corroborated(const struct matrix *m, const struct work *w);
+void spike_filter(struct cbase *b, struct work *w, int now);
 /*
  * Fills *s (cleared first) as the link suspect of cell x: role link, both
  * ends' host, GPU, NIC and port, the ranks and the transport.  m and x do

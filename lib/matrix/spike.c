@@ -1,0 +1,102 @@
+/*
+ * spike.c: the spike filter of the connection detector (cell.c).  A
+ * heavy-tailed spike (most of a connection's chunks slow for part of one
+ * interval) must not make a cell hot or feed its CUSUM; a fault must still
+ * count from its first interval when other cells confirm it, and a fault
+ * that flaps must still count.
+ */
+#include <math.h>
+
+#include "matrix_int.h"
+
+/*
+ * A cell counts as slowed only as much as it was in one of its three
+ * samples before too: w's r and z become the smaller of theirs and the
+ * larger of those samples', so a spike of one interval (a heavy tail
+ * reaching the median) cannot make a cell hot or feed its CUSUM, while a
+ * fault that flaps (on one interval in two or three) still can. The raw
+ * values are kept in b for the next samples and for the baseline's
+ * update. Before a first sample, earlier ones count as not slowed. With
+ * now set (corroborated in this interval, spike_corroborated()) the
+ * sample counts as it is.
+ */
+void
+spike_filter(struct cbase *b, struct work *w, int now)
+{
+	float r = w->r, z = w->z;
+
+	if (!b->have_prev)
+		b->rprev = b->zprev = b->rprev2 = b->zprev2 = b->rprev3 =
+			b->zprev3 = 0.0f;
+	if (!now) {
+		w->r = fminf(r, fmaxf(b->rprev, fmaxf(b->rprev2, b->rprev3)));
+		w->z = fminf(z, fmaxf(b->zprev, fmaxf(b->zprev2, b->zprev3)));
+	}
+	b->rprev3 = b->rprev2;
+	b->zprev3 = b->zprev2;
+	b->rprev2 = b->rprev;
+	b->zprev2 = b->zprev;
+	b->rprev = r;
+	b->zprev = z;
+	b->have_prev = 1;
+}
+
+/*
+ * Is w's raw sample slowed (the hot rule of a warm cell, before the spike
+ * filter)?
+ */
+static int
+spike_raw_hot(const struct matrix *m, const struct work *w)
+{
+	return m->cbase[w->cell].warm >= m->p.warm_intervals &&
+	       w->r >= m->lmin && w->z >= (float)m->p.z_min;
+}
+
+/* Counts w on its link and on both endpoints' sides, before the filter. */
+void
+spike_count(struct matrix *m, const struct work *w, uint32_t stamp)
+{
+	const struct cell *x = &m->cells[w->cell];
+	struct link *l = &m->links[w->link];
+	int hot = spike_raw_hot(m, w);
+	struct ep *e[2] = {&m->eps[x->ep_tx], &m->eps[x->ep_rx]};
+
+	if (l->rstamp != stamp) {
+		l->rstamp = stamp;
+		l->rhot = 0;
+	}
+	l->rhot += hot;
+	for (int s = 0; s < 2; s++) {
+		if (e[s]->rstamp != stamp) {
+			e[s]->rstamp = stamp;
+			e[s]->rn[0] = e[s]->rn[1] = 0;
+			e[s]->rhot[0] = e[s]->rhot[1] = 0;
+		}
+		e[s]->rn[s]++;
+		e[s]->rhot[s] += hot;
+	}
+}
+
+/*
+ * A heavy-tailed spike hits one cell; a fault slows every cell of its
+ * link, or most cells of a NIC's or GPU's side, in the same interval.  So
+ * a slowed sample counts at once (no spike filter) when another cell of
+ * its link is slowed too, or its transmit or receive side is slowed as a
+ * side would be judged hot (row_min_hot cells and row_frac of them).
+ */
+int
+spike_corroborated(const struct matrix *m, const struct work *w)
+{
+	const struct cell *x = &m->cells[w->cell];
+	const struct ep *e[2] = {&m->eps[x->ep_tx], &m->eps[x->ep_rx]};
+
+	if (!spike_raw_hot(m, w))
+		return 0;
+	if (m->links[w->link].rhot >= 2)
+		return 1;
+	for (int s = 0; s < 2; s++)
+		if (e[s]->rhot[s] >= m->p.row_min_hot &&
+		    e[s]->rhot[s] >= m->p.row_frac * e[s]->rn[s])
+			return 1;
+	return 0;
+}
