@@ -123,7 +123,8 @@ struct crank {
 	uint64_t h_done;
 	uint32_t still; /* intervals since, heard and unmoved */
 	uint8_t h_have;
-	uint8_t late; /* its gap here was min_slowdown beyond the usual */
+	uint8_t late;  /* its gap here was min_slowdown beyond the usual */
+	uint8_t lhist; /* late in its fresh intervals, bit 0 the last one */
 };
 
 struct comm {

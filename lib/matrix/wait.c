@@ -347,6 +347,23 @@ wait_waited(struct matrix *m, struct comm *c)
  * the baseline is warm only a gap lcold beyond the others' counts, and
  * only when the others' kernels are measurably longer (they wait for it).
  */
+/* A clean gap sample q of rs: a running mean first, then an EWMA. */
+static void
+wait_learn(const struct matrix *m, struct crank *rs, float q)
+{
+	float a = rs->gwarm < m->inv_len ? m->inv[rs->gwarm]
+					 : (float)m->p.base_alpha;
+
+	if (rs->gwarm > 0) {
+		float d = q - rs->gbase;
+
+		rs->gvar += a * (d * d - rs->gvar);
+	}
+	rs->gbase += a * (q - rs->gbase);
+	if (rs->gwarm < UINT8_MAX)
+		rs->gwarm++;
+}
+
 static int
 wait_comm(struct matrix *m, struct comm *c)
 {
@@ -406,8 +423,8 @@ wait_comm(struct matrix *m, struct comm *c)
 	medk = NAN; /* kernel and wait medians only when a gap stands out */
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
-		int warm = rs->gwarm >= p->warm_intervals, hot;
-		float q, x, z, a, lr = 0, cost = 0;
+		int warm = rs->gwarm >= p->warm_intervals, hot, prev;
+		float q, x, z, lr = 0, cost = 0;
 
 		if (!wait_fresh(m, rs))
 			continue;
@@ -415,10 +432,19 @@ wait_comm(struct matrix *m, struct comm *c)
 		x = (warm ? q - rs->gbase : q) - medr;
 		z = x / (small ? wait_own_sigma(m, rs) : sig);
 		rs->late = x >= m->lmin;
+		/*
+		 * A compute stall of one step (a data-loading hiccup, a page
+		 * fault storm) makes a rank late in one interval; a slow GPU
+		 * is late interval after interval.  Like a cell's spike
+		 * filter, a warm rank counts as late only when it was late
+		 * in one of its three fresh intervals before too.
+		 */
+		prev = (rs->lhist & 7u) != 0 || useq;
+		rs->lhist = (uint8_t)((rs->lhist << 1) | rs->late);
 		if (c->local && rs->late && z >= (float)p->z_min)
 			m->hosts[m->devs[c->dev[r]].hidx].lead_iv = m->iv + 1;
 		if (warm)
-			hot = x >= m->lmin && z >= (float)p->z_min;
+			hot = prev && x >= m->lmin && z >= (float)p->z_min;
 		else if (small)
 			hot = x >= m->lcold;
 		else
@@ -450,17 +476,7 @@ wait_comm(struct matrix *m, struct comm *c)
 		}
 		if (warm && x >= clean)
 			continue;
-		/* a clean sample: a running mean first, then an EWMA */
-		a = rs->gwarm < m->inv_len ? m->inv[rs->gwarm]
-					   : (float)p->base_alpha;
-		if (rs->gwarm > 0) {
-			float d = q - rs->gbase;
-
-			rs->gvar += a * (d * d - rs->gvar);
-		}
-		rs->gbase += a * (q - rs->gbase);
-		if (rs->gwarm < UINT8_MAX)
-			rs->gwarm++;
+		wait_learn(m, rs, q);
 	}
 	/* local ones are judged first: no host slower, nothing to do */
 	if (!small && !c->local && m->slow_iv == m->iv + 1)
