@@ -69,6 +69,7 @@ static const uint32_t sizes[NREPS] = {64, 128, 256, 512, 1024, 192};
 
 struct tally {
 	unsigned faults, detected, top1, events, true_events;
+	unsigned lat_hist[MAX_LAT + 1], nlat;
 };
 
 struct score {
@@ -160,6 +161,16 @@ episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
 				hit = 1;
 				if (fs[i].detected) {
 					sc->duplicates++;
+					if (getenv("C4_BENCH_VERBOSE"))
+						fprintf(stderr,
+							"duplicate: %s x%.2f "
+							"n=%u by %s iv=%u\n",
+							scen_fault_name(
+								f[i].kind),
+							f[i].slowdown, nranks,
+							matrix_kind_name(
+								ev[k].kind),
+							iv);
 					continue;
 				}
 				fs[i].detected = 1;
@@ -241,6 +252,9 @@ episode(struct scen *s, struct matrix *m, const struct scen_fault *f,
 		sc->all.top1 += (unsigned)fs[i].top1;
 		sc->lat_hist[fs[i].lat > MAX_LAT ? MAX_LAT : fs[i].lat]++;
 		sc->nlat++;
+		sc->type[type]
+			.lat_hist[fs[i].lat > MAX_LAT ? MAX_LAT : fs[i].lat]++;
+		sc->type[type].nlat++;
 	}
 	return 0;
 }
@@ -318,6 +332,31 @@ lat_quantile(const unsigned *hist, unsigned n, double q)
 	return 0;
 }
 
+/*
+ * Latency of the steady faults (slow connection, NIC sides, GPU, two at
+ * once): hangs and lost nodes wait for their timeout by design and an
+ * intermittent fault for its flaps.
+ */
+static void
+steady_latency(const struct score *sc)
+{
+	static const unsigned steady[] = {T_CONN, T_TX, T_RX, T_GPU, T_TWO};
+	unsigned hist[MAX_LAT + 1], n = 0, i, j;
+
+	memset(hist, 0, sizeof(hist));
+	for (i = 0; i < sizeof(steady) / sizeof(steady[0]); i++) {
+		const struct tally *x = &sc->type[steady[i]];
+
+		for (j = 0; j <= MAX_LAT; j++)
+			hist[j] += x->lat_hist[j];
+		n += x->nlat;
+	}
+	metric("latency_median_steady", NULL, lat_quantile(hist, n, 0.5),
+	       "intervals");
+	metric("latency_p95_steady", NULL, lat_quantile(hist, n, 0.95),
+	       "intervals");
+}
+
 static void
 report(const struct score *sc, unsigned nep, double secs)
 {
@@ -336,6 +375,8 @@ report(const struct score *sc, unsigned nep, double secs)
 		       "ratio");
 		metric("localization_top1", type_names[t],
 		       ratio(x->top1, x->detected), "ratio");
+		metric("latency_median", type_names[t],
+		       lat_quantile(x->lat_hist, x->nlat, 0.5), "intervals");
 	}
 	p = ratio(sc->all.true_events, sc->all.events);
 	r = ratio(sc->all.detected, sc->all.faults);
@@ -353,6 +394,7 @@ report(const struct score *sc, unsigned nep, double secs)
 	}
 	metric("latency_median", NULL,
 	       lat_quantile(sc->lat_hist, sc->nlat, 0.5), "intervals");
+	steady_latency(sc);
 	metric("latency_p95", NULL, lat_quantile(sc->lat_hist, sc->nlat, 0.95),
 	       "intervals");
 	metric("hang_named_within_timeout", NULL,

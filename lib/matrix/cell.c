@@ -376,7 +376,7 @@ cell_link_add(struct matrix *m, const struct work *w)
 		struct side *rx = cell_side_of(m, l->ep_rx, 1);
 
 		l->stamp = stamp;
-		l->k = l->ncold = l->nhot = l->nacc = 0;
+		l->k = l->ncold = l->nhot = l->nacc = l->npre = 0;
 		l->r = l->z = 0;
 		l->hot = l->elevated = l->on_hot_side = l->cand = 0;
 		l->ntail = 0;
@@ -392,6 +392,7 @@ cell_link_add(struct matrix *m, const struct work *w)
 	l->z += w->z;
 	l->nhot += w->hot;
 	l->nacc += w->acc;
+	l->npre += w->hot && w->pre;
 	if (m->cbase[w->cell].warm < m->p.warm_intervals)
 		l->ncold++;
 	if (w->r > l->best_r) {
@@ -544,6 +545,7 @@ cell_score(struct matrix *m)
 				       : fminf(k->isig, b->isig));
 		spike_count(m, w, (uint32_t)(m->iv + 1));
 	}
+	spike_begin(m, &m->spc);
 	for (i = 0; i < m->nwork; i++) {
 		struct work *w = &m->work[i];
 		const struct cls *k = &m->cls[w->cls];
@@ -553,7 +555,7 @@ cell_score(struct matrix *m)
 		if (k->n < MATRIX_CLS_MIN)
 			continue;
 		pair = k->n < MATRIX_CLS_USABLE;
-		spike_filter(b, w, spike_corroborated(m, w));
+		spike_filter(m, b, w, spike_corroborated(m, w));
 		w->acc = 0;
 		if (pair && b->warm < p->warm_intervals) {
 			w->hot = 0;
@@ -691,6 +693,9 @@ cell_observe(struct matrix *m, const struct link *l, unsigned kind, int rside,
 		c.flags = l->z >= (float)m->p.z_min ? PERSIST_STRONG
 						    : PERSIST_WEAK;
 	}
+	/* every hot cell of the link held back once and slowed since */
+	if (l->nhot > 0 && l->npre == l->nhot)
+		c.flags |= PERSIST_PRIOR;
 	c.rshare = (float)cell_side_share(m, l->ep_tx, 0, l);
 	c.cshare = (float)cell_side_share(m, l->ep_rx, 1, l);
 	return cand_submit(m, &c);

@@ -54,6 +54,8 @@ matrix_params_default(struct matrix_params *p)
 	p->tail_run = MATRIX_DEF_TAIL_RUN;
 	p->flap_k = MATRIX_DEF_FLAP_K;
 	p->flap_n = MATRIX_DEF_FLAP_N;
+	p->pair_max = MATRIX_DEF_PAIR_MAX;
+	p->spike_decay = MATRIX_DEF_SPIKE_DECAY;
 }
 
 /* 1 when p is usable (windows fit the history, thresholds sane). */
@@ -95,6 +97,10 @@ matrix_params_ok(const struct matrix_params *p)
 	 */
 	if (p->flap_n < 2 || p->flap_n > MATRIX_HIST_MAX || p->flap_k < 2 ||
 	    p->flap_k > p->flap_n)
+		return 0;
+	/* spike.c: a rate, a decay */
+	if (!(p->pair_max >= 0) || !(p->spike_decay >= 0) ||
+	    !(p->spike_decay < 1))
 		return 0;
 	return 1;
 }

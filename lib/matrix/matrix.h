@@ -79,6 +79,8 @@
 #define MATRIX_DEF_TAIL_RUN	  3	/* tail grown in this many in a row  */
 #define MATRIX_DEF_FLAP_K	  3	/* intermittent: strong in k ...     */
 #define MATRIX_DEF_FLAP_N	  7	/* ... of the last n intervals       */
+#define MATRIX_DEF_PAIR_MAX	  1e-4	/* chance pairs per interval: fast   */
+#define MATRIX_DEF_SPIKE_DECAY	  0.95	/* weight of the spike rate's past   */
 
 /* ---- enumerations ------------------------------------------------------ */
 enum matrix_transport {
@@ -417,6 +419,15 @@ struct matrix_params {
 	 */
 	unsigned flap_k;
 	unsigned flap_n;
+	/*
+	 * two samples in a row, slowed alike, open a connection or rank
+	 * event (instead of three) while the job's rate q of one-interval
+	 * spikes (decayed by spike_decay per interval) makes a chance pair
+	 * unlikely: q x q x samples per interval at most pair_max (0:
+	 * never)
+	 */
+	double pair_max;
+	double spike_decay;
 };
 
 struct matrix;

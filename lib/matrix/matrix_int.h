@@ -125,6 +125,8 @@ struct crank {
 	uint8_t h_have;
 	uint8_t late;  /* its gap here was min_slowdown beyond the usual */
 	uint8_t lhist; /* late in its fresh intervals, bit 0 the last one */
+	float xprev;   /* its lateness in the last fresh interval ... */
+	float zprev;   /* ... and its robust z */
 };
 
 struct comm {
@@ -222,6 +224,7 @@ struct link {
 			    explained it (0: never) */
 	uint32_t rstamp; /* low bits of interval + 1 of rhot */
 	uint16_t rhot;	 /* its cells slowed now, before the spike filter */
+	uint16_t npre;	 /* hot cells whose previous sample was slowed too */
 };
 
 /* Per-interval work item of the comm-slow detector (one sampled cell). */
@@ -243,6 +246,8 @@ struct work {
 	uint8_t hot;
 	uint8_t acc;  /* hot by accumulated (CUSUM) evidence */
 	uint8_t thot; /* tail evidence (tail.c) */
+	uint8_t pre;  /* let through by the spike filter: slowed alike in
+			 the cell's sample just before (spike.c) */
 	float t;      /* log(p90 / p50) x bytes summed, then its growth */
 	float tz;     /* robust z of the growth */
 };
@@ -285,6 +290,7 @@ struct track {
 	uint8_t seen;
 	uint8_t immediate;  /* hangs/lost nodes carry their own timeout */
 	uint8_t acc_strong; /* strong by accumulated evidence this interval */
+	uint8_t prior;	    /* the evidence was there the interval before */
 	double sscore;	    /* best score this interval not marked weak */
 	uint8_t live;
 	double reported_slowdown;
@@ -399,6 +405,14 @@ struct matrix {
 	uint32_t cblamed;
 	uint64_t ndropped; /* events that broke the contract */
 	uint64_t slow_iv;  /* interval + 1 some host computed slower (wait.c) */
+	/* one-interval spikes (spike.c): decayed sums, this interval's */
+	struct spike_rate {
+		double on, n;	 /* ends of runs and warm samples, decayed */
+		uint32_t on_now; /* this interval's ends of runs ... */
+		uint32_t n_now;	 /* ... and warm samples */
+		uint32_t n_last; /* warm samples of the last interval */
+		uint8_t fast;	 /* two alike in a row open now */
+	} spc, spr;		 /* cells, ranks */
 };
 
 /*
@@ -474,7 +488,17 @@ int cand_submit(struct matrix *m, const struct cand *c);
  */
 void spike_count(struct matrix *m, const struct work *w, uint32_t stamp);
 int spike_corroborated(const struct matrix *m, const struct work *w);
-void spike_filter(struct cbase *b, struct work *w, int now);
+void spike_filter(struct matrix *m, struct cbase *b, struct work *w, int now);
+/*
+ * spike_begin() starts an interval of rate sr: folds the last interval's
+ * counts into its decayed sums and sets sr->fast when a pair of chance
+ * spikes in a row is unlikely (pair_max). spike_note() counts one warm
+ * sample on sr, and the end of a run of slowed samples when it was
+ * slowed before and is not now (a spike is a run of one; a fault's run
+ * ends once, so a fault's onset never slows the fast path down).
+ */
+void spike_begin(const struct matrix *m, struct spike_rate *sr);
+void spike_note(struct spike_rate *sr, int hot, int was_hot);
 /*
  * Fills *s (cleared first) as the link suspect of cell x: role link, both
  * ends' host, GPU, NIC and port, the ranks and the transport.  m and x do
@@ -536,6 +560,7 @@ int stall_params_ok(const struct matrix_params *p);
 #define PERSIST_IMMEDIATE 1 /* open at once (the detector timed it) */
 #define PERSIST_STRONG	  2 /* strong evidence whatever the score */
 #define PERSIST_WEAK	  4 /* weak evidence whatever the score */
+#define PERSIST_PRIOR	  8 /* held back a first interval, now confirmed */
 /*
  * persist_observe() records candidate e (copied) under key for the
  * current interval, merging repeated observations; flags are the

@@ -78,7 +78,9 @@ persist_merge(struct matrix_event *dst, const struct matrix_event *e)
  * score, mean log slowdown). flags: PERSIST_IMMEDIATE opens without
  * waiting for persistence; PERSIST_STRONG counts the evidence as strong
  * (accumulated over intervals); PERSIST_WEAK counts it as weak whatever
- * its score (an effect too small to act on quickly). pr (or NULL) says
+ * its score (an effect too small to act on quickly); PERSIST_PRIOR says
+ * a filter held the evidence back an interval, which then counts too.
+ * pr (or NULL) says
  * where the culprit is
  * observed. Returns 0 or -1 on memory exhaustion.
  */
@@ -105,6 +107,8 @@ persist_observe(struct matrix *m, uint64_t key, const struct matrix_event *e,
 	t->immediate = (flags & PERSIST_IMMEDIATE) != 0;
 	if (flags & PERSIST_STRONG)
 		t->acc_strong = 1;
+	if (flags & PERSIST_PRIOR)
+		t->prior = 1;
 	if (pr != NULL)
 		t->probe = *pr;
 	if (!t->seen)
@@ -294,16 +298,21 @@ persist_finish(struct matrix *m)
 	for (i = 0; i < m->ntrk; i++) {
 		struct track *t = &m->trk[i];
 		unsigned hits, w;
+		int strong;
 
 		if (t->open && !t->seen && !t->immediate &&
 		    !persist_sampled(m, t))
 			continue; /* no data on the culprit: hold, no verdict */
 
+		strong = t->seen && (t->sscore >= p->z_strong || t->acc_strong);
+		if (t->seen && t->prior) {
+			/* a filter held it back an interval: it was there */
+			t->hist |= 1;
+			t->strong |= (uint32_t)strong;
+		}
 		t->hist = (t->hist << 1) | t->seen;
-		t->strong = (t->strong << 1) |
-			    (t->seen &&
-			     (t->sscore >= p->z_strong || t->acc_strong));
-		t->acc_strong = 0;
+		t->strong = (t->strong << 1) | (uint32_t)strong;
+		t->acc_strong = t->prior = 0;
 		hits = persist_popcount(t->hist & nmask);
 		if (t->seen) {
 			domain_classify(&t->ev);

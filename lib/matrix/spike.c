@@ -10,6 +10,34 @@
 #include "matrix_int.h"
 
 /*
+ * Is w's raw sample slowed (the hot rule of a warm cell, before the spike
+ * filter)?
+ */
+static int
+spike_raw_hot(const struct matrix *m, const struct work *w)
+{
+	return m->cbase[w->cell].warm >= m->p.warm_intervals &&
+	       w->r >= m->lmin && w->z >= (float)m->p.z_min;
+}
+
+/*
+ * Are w's raw sample and the cell's sample before it slowed alike? A
+ * fault slows a connection by the same factor interval after interval;
+ * two heavy-tailed spikes in a row are two independent draws. Alike: the
+ * log slowdowns differ by at most a quarter of the larger one, or by
+ * three times the noise the z scores imply (a small slowdown's samples
+ * scatter by their noise).
+ */
+static int
+spike_alike(const struct work *w, const struct cbase *b)
+{
+	float d = fabsf(w->r - b->rprev), big = fmaxf(w->r, b->rprev);
+	float sig = w->z > 0.0f ? w->r / w->z : 0.0f;
+
+	return d <= 0.25f * big || d <= 3.0f * sig;
+}
+
+/*
  * A cell counts as slowed only as much as it was in one of its three
  * samples before too: w's r and z become the smaller of theirs and the
  * larger of those samples', so a spike of one interval (a heavy tail
@@ -18,16 +46,23 @@
  * values are kept in b for the next samples and for the baseline's
  * update. Before a first sample, earlier ones count as not slowed. With
  * now set (corroborated in this interval, spike_corroborated()) the
- * sample counts as it is.
+ * sample counts as it is. w->pre says the filter let a slowed sample
+ * through because the one just before it was slowed too: the evidence
+ * then spans two intervals, and persistence counts both (cand.c).
  */
 void
-spike_filter(struct cbase *b, struct work *w, int now)
+spike_filter(struct matrix *m, struct cbase *b, struct work *w, int now)
 {
 	float r = w->r, z = w->z;
+	int hot = spike_raw_hot(m, w), was;
 
 	if (!b->have_prev)
 		b->rprev = b->zprev = b->rprev2 = b->zprev2 = b->rprev3 =
 			b->zprev3 = 0.0f;
+	was = b->rprev >= m->lmin && b->zprev >= (float)m->p.z_min;
+	if (m->cbase[w->cell].warm >= m->p.warm_intervals)
+		spike_note(&m->spc, hot, was);
+	w->pre = m->spc.fast && !now && hot && was && spike_alike(w, b);
 	if (!now) {
 		w->r = fminf(r, fmaxf(b->rprev, fmaxf(b->rprev2, b->rprev3)));
 		w->z = fminf(z, fmaxf(b->zprev, fmaxf(b->zprev2, b->zprev3)));
@@ -39,17 +74,6 @@ spike_filter(struct cbase *b, struct work *w, int now)
 	b->rprev = r;
 	b->zprev = z;
 	b->have_prev = 1;
-}
-
-/*
- * Is w's raw sample slowed (the hot rule of a warm cell, before the spike
- * filter)?
- */
-static int
-spike_raw_hot(const struct matrix *m, const struct work *w)
-{
-	return m->cbase[w->cell].warm >= m->p.warm_intervals &&
-	       w->r >= m->lmin && w->z >= (float)m->p.z_min;
 }
 
 /* Counts w on its link and on both endpoints' sides, before the filter. */
@@ -99,4 +123,27 @@ spike_corroborated(const struct matrix *m, const struct work *w)
 		    e[s]->rhot[s] >= m->p.row_frac * e[s]->rn[s])
 			return 1;
 	return 0;
+}
+
+void
+spike_begin(const struct matrix *m, struct spike_rate *sr)
+{
+	double d = m->p.spike_decay, q;
+
+	sr->on = sr->on * d + sr->on_now;
+	sr->n = sr->n * d + sr->n_now;
+	sr->n_last = sr->n_now;
+	sr->on_now = sr->n_now = 0;
+	/* the rate is known once a whole interval's samples were seen */
+	q = sr->n >= 1.0 ? sr->on / sr->n : 1.0;
+	sr->fast = m->p.pair_max > 0 && sr->n_last > 0 &&
+		   sr->n >= (double)sr->n_last &&
+		   q * q * sr->n_last <= m->p.pair_max;
+}
+
+void
+spike_note(struct spike_rate *sr, int hot, int was_hot)
+{
+	sr->n_now++;
+	sr->on_now += was_hot && !hot;
 }

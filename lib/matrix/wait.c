@@ -128,6 +128,51 @@ wait_fresh(const struct matrix *m, const struct crank *rs)
 }
 
 /*
+ * Is a rank late by x now (robust z) alike its lateness xprev before? A
+ * slow GPU is late by the same share interval after interval; two
+ * compute stalls in a row are two independent draws (see spike_alike()).
+ */
+static int
+wait_alike(float x, float xprev, float z)
+{
+	float d = fabsf(x - xprev), big = fmaxf(x, xprev);
+	float sig = z > 0.0f ? x / z : 0.0f;
+
+	return d <= 0.25f * big || d <= 3.0f * sig;
+}
+
+/*
+ * Shift rank rs's lateness x (robust z) of this fresh interval into its
+ * history and say whether it may count as late: always when placed by
+ * quantiles (means 0), else only when it was late in one of its three
+ * fresh intervals before too. A compute stall of one step (a
+ * data-loading hiccup, a page-fault storm) makes a rank late in one
+ * interval; a slow GPU is late interval after interval: the cells'
+ * spike filter for ranks. *pre is PERSIST_PRIOR when it was late just
+ * before by about as much and chance pairs are rare in the job
+ * (spike_begin()), else 0.
+ */
+static int
+wait_history(struct matrix *m, struct crank *rs, float x, float z, int means,
+	     unsigned *pre)
+{
+	float zmin = (float)m->p.z_min;
+	int was = (rs->lhist & 1u) != 0, prev = (rs->lhist & 7u) != 0;
+
+	*pre = 0;
+	if (means) {
+		spike_note(&m->spr, rs->late && z >= zmin,
+			   was && rs->zprev >= zmin);
+		if (was && m->spr.fast && wait_alike(x, rs->xprev, z))
+			*pre = PERSIST_PRIOR;
+	}
+	rs->lhist = (uint8_t)((rs->lhist << 1) | rs->late);
+	rs->xprev = x;
+	rs->zprev = z;
+	return prev || !means;
+}
+
+/*
  * Non-communication slow candidate for rank of c (per device key): r the
  * log ratio of its mean gap, z its score, cost what it costs the
  * collectives (wait_cost).  A cost under twice min_slowdown is weak
@@ -424,6 +469,7 @@ wait_comm(struct matrix *m, struct comm *c)
 	for (r = 0; r < c->nranks; r++) {
 		struct crank *rs = &c->rs[r];
 		int warm = rs->gwarm >= p->warm_intervals, hot, prev;
+		unsigned pre;
 		float q, x, z, lr = 0, cost = 0;
 
 		if (!wait_fresh(m, rs))
@@ -432,15 +478,7 @@ wait_comm(struct matrix *m, struct comm *c)
 		x = (warm ? q - rs->gbase : q) - medr;
 		z = x / (small ? wait_own_sigma(m, rs) : sig);
 		rs->late = x >= m->lmin;
-		/*
-		 * A compute stall of one step (a data-loading hiccup, a page
-		 * fault storm) makes a rank late in one interval; a slow GPU
-		 * is late interval after interval.  Like a cell's spike
-		 * filter, a warm rank counts as late only when it was late
-		 * in one of its three fresh intervals before too.
-		 */
-		prev = (rs->lhist & 7u) != 0 || useq;
-		rs->lhist = (uint8_t)((rs->lhist << 1) | rs->late);
+		prev = wait_history(m, rs, x, z, warm && !useq, &pre);
 		if (c->local && rs->late && z >= (float)p->z_min)
 			m->hosts[m->devs[c->dev[r]].hidx].lead_iv = m->iv + 1;
 		if (warm)
@@ -467,10 +505,11 @@ wait_comm(struct matrix *m, struct comm *c)
 		if (hot && cost < m->lmin)
 			hot = 0;
 		if (hot) {
-			if (wait_observe(m, c, r, lr, z,
-					 cost < 2.0f * m->lmin ? PERSIST_WEAK
-							       : 0,
-					 MATRIX_BASIS_WAIT) < 0)
+			if (wait_observe(
+				    m, c, r, lr, z,
+				    (cost < 2.0f * m->lmin ? PERSIST_WEAK : 0) |
+					    pre,
+				    MATRIX_BASIS_WAIT) < 0)
 				return -1;
 			continue;
 		}
@@ -497,6 +536,7 @@ wait_detect(struct matrix *m)
 	if (mem_grow((void **)&m->scratch, &m->cscratch, 2 * maxn + 1,
 		     sizeof(*m->scratch)) < 0)
 		return -1;
+	spike_begin(m, &m->spr);
 	/* host-local communicators first: they say whose host leads */
 	for (pass = 0; pass < 2; pass++)
 		for (ci = 0; ci < m->ncomms; ci++) {

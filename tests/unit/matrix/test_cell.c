@@ -26,6 +26,8 @@ typedef void (*slow_fn)(struct fx *f, uint64_t iv);
 
 /* the next run's connections move fewer chunks when slowed */
 static int follow;
+/* the next run's engine parameters (NULL: defaults) */
+static const struct matrix_params *run_params;
 
 static void
 run_job_n(struct run *r, uint32_t nranks, int tree, slow_fn slow, uint64_t nint)
@@ -41,7 +43,7 @@ run_job_n(struct run *r, uint32_t nranks, int tree, slow_fn slow, uint64_t nint)
 	fx_ring(&r->f);
 	if (tree)
 		fx_tree(&r->f);
-	r->m = matrix_new(NULL);
+	r->m = matrix_new(run_params);
 	ck_assert_ptr_nonnull(r->m);
 	ck_assert_int_eq(matrix_comm_add(r->m, r->f.comm, nranks, r->f.loc), 0);
 	for (iv = 0; iv < nint; iv++) {
@@ -91,16 +93,26 @@ slow_link(struct fx *f, uint64_t iv)
 START_TEST(test_link)
 {
 	struct run r;
+	struct matrix_params p;
 	const struct matrix_suspect *s;
 
+	/*
+	 * slowed from 8: a cell counts as slowed once slowed in two samples
+	 * in a row (a spike of one interval cannot open); with no spikes
+	 * seen, the two alike count both (open at 9, dated 8) ...
+	 */
 	run_job(&r, 1, slow_link, 20);
 	ck_assert_uint_eq(total(r.opened), 1);
 	ck_assert_uint_eq(r.opened[MATRIX_EV_COMM_SLOW_LINK], 1);
-	/*
-	 * slowed from 8: a cell counts as slowed once slowed in two samples
-	 * in a row (a spike of one interval cannot open), so hot at 9 and
-	 * 10, 2 of 3
-	 */
+	ck_assert_uint_eq(r.open_iv, 9);
+	ck_assert_uint_eq(r.first_open.first_interval, 8);
+	/* ... where chance pairs are too likely, hot at 9 and 10, 2 of 3 */
+	matrix_params_default(&p);
+	p.pair_max = 0;
+	run_params = &p;
+	run_job(&r, 1, slow_link, 20);
+	run_params = NULL;
+	ck_assert_uint_eq(total(r.opened), 1);
 	ck_assert_uint_eq(r.open_iv, 10);
 	ck_assert_uint_eq(r.first_open.first_interval, 9);
 	s = &r.first_open.suspects[0];
