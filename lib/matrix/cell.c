@@ -351,7 +351,8 @@ cell_sides_reset(struct matrix *m)
 		for (s = 0; s < 2; s++) {
 			struct side *sd = &m->eps[i].sd[s];
 
-			sd->n = sd->ncons = sd->ntail = 0;
+			sd->n = sd->ncons = sd->ntail = sd->nind = 0;
+			sd->held = 0;
 			sd->sum_r = sd->sum_z = 0;
 			sd->status = SIDE_UNKNOWN;
 			sd->rmax = -INFINITY;
@@ -638,6 +639,56 @@ cell_side_share(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 }
 
 /*
+ * Is HOT side sd explained by the sides at the other ends of its links?
+ * Every consistent link of it ends at a HOT side, and each of those is
+ * slowed on links that sd's kind of side does not explain: a host whose
+ * NICs all receive slowly makes the transmit sides of the NICs that send
+ * only to it look slow too, and the receivers' other links tell which is
+ * which. Where neither end has such links (a pure pairing) both stay.
+ */
+static int
+cell_explained(const struct side *sd)
+{
+	return sd->nind == 0 && !sd->held;
+}
+
+/*
+ * Count, for every HOT side, its consistent hot links whose other side is
+ * not HOT (nind), then mark the HOT sides without such links that face a
+ * side without them either (held). Runs before the verdicts.
+ */
+static void
+cell_explain(struct matrix *m)
+{
+	uint32_t i;
+	int pass, s;
+
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < m->nlhot; i++) {
+			const struct link *l = &m->links[m->lhot[i]];
+			struct side *sd[2] = {cell_side_of(m, l->ep_tx, 0),
+					      cell_side_of(m, l->ep_rx, 1)};
+
+			for (s = 0; s < 2; s++)
+				if (sd[s]->status == SIDE_UNKNOWN)
+					cell_side_judge(m, sd[s]);
+			for (s = 0; s < 2; s++) {
+				struct side *a = sd[s], *b = sd[!s];
+
+				if (a->status != SIDE_HOT ||
+				    !cell_consistent(m, a, l))
+					continue;
+				if (pass == 0 && b->status != SIDE_HOT &&
+				    a->nind < UINT16_MAX)
+					a->nind++;
+				if (pass == 1 && a->nind == 0 &&
+				    b->status == SIDE_HOT && b->nind == 0)
+					a->held = 1;
+			}
+		}
+}
+
+/*
  * How the rest of a side looks from one hot link l on it: HOT (the side
  * itself is slow), UNKNOWN (l is its only link), COLD (at most cold_frac
  * of the other links are consistent with l) or MIXED.
@@ -649,6 +700,8 @@ cell_side(struct matrix *m, uint32_t ep, int rx, const struct link *l)
 
 	if (sd->status == SIDE_UNKNOWN)
 		cell_side_judge(m, sd);
+	if (sd->status == SIDE_HOT && cell_explained(sd))
+		return SIDE_MIXED;
 	if (sd->status == SIDE_HOT)
 		return SIDE_HOT;
 	if (sd->n <= 1)
@@ -829,6 +882,7 @@ cell_verdicts(struct matrix *m)
 {
 	uint32_t i;
 
+	cell_explain(m);
 	for (i = 0; i < m->nlhot; i++) {
 		struct link *l = &m->links[m->lhot[i]];
 		int rs, cs;

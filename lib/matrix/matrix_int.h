@@ -87,6 +87,8 @@ struct side {
 	uint8_t status;
 	uint16_t ntail; /* links with tail evidence (tail.c) */
 	uint32_t lmax;	/* the elevated link of r rmax (rmax > -INFINITY) */
+	uint16_t nind;	/* HOT: consistent links whose other side is not */
+	uint8_t held;	/* HOT, nind 0, yet some other side has nind 0 too */
 };
 
 /* An endpoint: a NIC port (network side) or a GPU (intra-host side). */
