@@ -41,7 +41,7 @@
 /* ---- default parameters (see docs/detection.md) ------------------------ */
 #define MATRIX_DEF_PERSIST_K	  2   /* hot in k ...                      */
 #define MATRIX_DEF_PERSIST_N	  3   /* ... of the last n intervals       */
-#define MATRIX_DEF_RESOLVE_N	  3   /* clean intervals before resolution */
+#define MATRIX_DEF_RESOLVE_N	  6   /* clean intervals before resolution */
 #define MATRIX_DEF_WEAK_K	  3   /* weak evidence: hot in k ...       */
 #define MATRIX_DEF_WEAK_N	  4   /* ... of the last n intervals       */
 #define MATRIX_DEF_Z_STRONG	  5.0 /* z at which evidence is strong     */

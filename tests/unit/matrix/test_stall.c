@@ -16,7 +16,7 @@
 #define NR    8
 #define HANG  5 /* first stalled interval */
 #define STEPS 10
-#define IVS   16
+#define IVS   20
 
 /* What the ranks do from interval HANG on. */
 enum mode {
