@@ -226,11 +226,11 @@ def main():
     plugin = os.environ.get("C4_NCCL_PLUGIN")
     for cand in ("build-gpu", "build-bench", "build"):
         p = os.path.join(top, cand, "nccl-profiler",
-                         "libc4-nccl-profiler.so")
+                         "libnccl-profiler-c4.so")
         if not plugin and os.path.exists(p):
             plugin = p
     if not plugin:
-        log("nccl-overhead: no libc4-nccl-profiler.so (scripts/gpu-e2e "
+        log("nccl-overhead: no libnccl-profiler-c4.so (scripts/gpu-e2e "
             "OUT --build-only builds one)")
         return 1
     nproc = int(os.environ.get("C4_BENCH_NPROC", ngpu))

@@ -5,13 +5,15 @@
  *
  * The process-wide core is opened on the first communicator's init and
  * closed when the last one is finalized, before NCCL may dlclose us, so
- * that no thread of ours outlives the code.  Without C4_JOB_ID and
- * without C4_PROFILER_RECORD the plugin stays inactive: it asks NCCL for
- * no events at all.
+ * that no thread of ours outlives the code.  Without a job id (below)
+ * and without C4_PROFILER_RECORD the plugin stays inactive: it asks NCCL
+ * for no events at all, and says so once on stderr.
  *
  * Environment:
  *   C4_AGENT_SOCKET          the agent's unix socket (/run/c4/agent.sock)
- *   C4_JOB_ID                the job; required to report
+ *   C4_JOB_ID                the job; required to report.  When unset or
+ *                            empty, the first set of the scheduler's
+ *                            variables in plugin_job_vars is the job id.
  *   C4_TOKEN                 credential of role ccl-client, if the agent
  *                            wants one
  *   C4_INTERVAL_MS           reporting interval (1000)
@@ -81,6 +83,47 @@
 
 static pthread_mutex_t plugin_lock = PTHREAD_MUTEX_INITIALIZER;
 static int plugin_comms; /* communicators initialised and not finalized */
+static int plugin_told;	 /* the reason for being inactive was printed */
+
+/*
+ * Where the job id comes from, in order: c4's own variable, then what
+ * the common schedulers set in every task's environment (Slurm, PBS,
+ * LSF, Flux), then the variable a Kubernetes pod spec sets from the
+ * Job's label through the downward API (docs/nccl.md).
+ */
+static const char *const plugin_job_vars[] = {
+	"C4_JOB_ID",   "SLURM_JOB_ID",	      "PBS_JOBID", "LSB_JOBID",
+	"FLUX_JOB_ID", "KUBERNETES_JOB_NAME", NULL,
+};
+
+/* The job id from the environment, or NULL; *from names its variable. */
+static const char *
+plugin_job(const char **from)
+{
+	for (size_t i = 0; plugin_job_vars[i] != NULL; i++) {
+		const char *v = getenv(plugin_job_vars[i]);
+
+		if (v != NULL && *v != '\0') {
+			*from = plugin_job_vars[i];
+			return v;
+		}
+	}
+	*from = NULL;
+	return NULL;
+}
+
+/* Says once per process why the plugin does nothing. */
+static void
+plugin_tell_inactive(void)
+{
+	if (plugin_told)
+		return;
+	plugin_told = 1;
+	fprintf(stderr,
+		"c4-nccl-profiler: inactive: no job id (none of C4_JOB_ID, "
+		"SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, FLUX_JOB_ID, "
+		"KUBERNETES_JOB_NAME is set) and no C4_PROFILER_RECORD\n");
+}
 
 static uint32_t
 plugin_env_u32(const char *name, uint32_t dflt)
@@ -125,7 +168,7 @@ plugin_acquire(void)
 {
 	struct prof_config cfg;
 	char rec[PLUGIN_PATH_MAX];
-	const char *job = getenv("C4_JOB_ID"), *rp, *ev;
+	const char *job_from, *job = plugin_job(&job_from), *rp, *ev;
 	char err[128];
 	int active = 0;
 
@@ -136,13 +179,15 @@ plugin_acquire(void)
 		goto out;
 	}
 	rp = getenv("C4_PROFILER_RECORD");
-	if ((job == NULL || *job == '\0') && (rp == NULL || *rp == '\0'))
+	if (job == NULL && (rp == NULL || *rp == '\0')) {
+		plugin_tell_inactive();
 		goto out;
+	}
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.socket_path = getenv("C4_AGENT_SOCKET");
 	if (cfg.socket_path == NULL || *cfg.socket_path == '\0')
 		cfg.socket_path = PLUGIN_SOCKET_DEFAULT;
-	cfg.job_id = job != NULL && *job != '\0' ? job : NULL;
+	cfg.job_id = job;
 	cfg.token = getenv("C4_TOKEN");
 	cfg.interval_ms =
 		plugin_env_u32("C4_INTERVAL_MS", PROF_INTERVAL_DEFAULT);
@@ -170,6 +215,12 @@ plugin_acquire(void)
 	if (prof_open(&cfg) < 0) {
 		fprintf(stderr, "c4-nccl-profiler: cannot start; inactive\n");
 		goto out;
+	}
+	if (job_from != NULL && strcmp(job_from, "C4_JOB_ID") != 0 &&
+	    !plugin_told) {
+		plugin_told = 1;
+		fprintf(stderr, "c4-nccl-profiler: job id %s from %s\n", job,
+			job_from);
 	}
 	plugin_comms = 1;
 	active = 1;

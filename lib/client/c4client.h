@@ -12,11 +12,19 @@
  * summary is dropped and counted; the count travels to the agent in the
  * next summary sent.  Without an agent the library keeps counting drops.
  *
- * Every function is thread-safe.  Durations are given as sketches
- * (sketch.h): the caller adds each measured duration to a struct sketch
- * and passes a pointer, or NULL when it measured none.
+ * Every function is thread-safe.  Durations are given as sketches: the
+ * caller adds each measured duration to a c4_sketch (c4_sketch_new(),
+ * c4_sketch_add()) and passes a pointer, or NULL when it measured none.
+ * A sketch itself is not thread-safe: one owner at a time.
  *
- * Depends on libc, pthreads and protobuf-c only.
+ * This header is self-contained (C11 or C++) and is the whole public
+ * interface of libc4client (pkg-config c4client).  The library depends on
+ * libc, pthreads, libm and protobuf-c only, and exports only the
+ * c4client_* and c4_sketch_* symbols.
+ *
+ * C4CLIENT_INTERNAL is defined by c4's own build only: it makes the sketch
+ * type the library's internal struct sketch (lib/proto/sketch.h), the same
+ * object that c4_sketch points at.
  */
 #ifndef C4_CLIENT_H
 #define C4_CLIENT_H
@@ -24,7 +32,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define C4CLIENT_VERSION_MAJOR 0
+#define C4CLIENT_VERSION_MINOR 1
+#define C4CLIENT_VERSION_PATCH 0
+/* 10000 * major + 100 * minor + patch, for #if comparisons. */
+#define C4CLIENT_VERSION                                                       \
+	(C4CLIENT_VERSION_MAJOR * 10000 + C4CLIENT_VERSION_MINOR * 100 +       \
+	 C4CLIENT_VERSION_PATCH)
+
+#ifdef C4CLIENT_INTERNAL
 #include "sketch.h"
+typedef struct sketch c4_sketch;
+#else
+typedef struct c4_sketch c4_sketch;
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define C4CLIENT_QUEUE_DEFAULT	  (4u * 1024 * 1024) /* bytes */
 #define C4CLIENT_QUEUE_MIN	  4096u
@@ -103,7 +128,7 @@ struct c4client_op {
 	uint64_t count, bytes;
 	int algorithm, protocol; /* 0: unknown */
 	uint32_t channels;
-	const struct sketch *kernel_time, *gap_time, *enqueue_time;
+	const c4_sketch *kernel_time, *gap_time, *enqueue_time;
 };
 
 struct c4client_coll {
@@ -127,7 +152,7 @@ struct c4client_conn {
 	uint64_t bytes, chunks;
 	uint32_t pending_chunks; /* posted, not done at the interval's end */
 	uint64_t stalled_ns;
-	const struct sketch *transfer_time; /* per chunk */
+	const c4_sketch *transfer_time; /* per chunk */
 	/*
 	 * One-way timing of ops on this connection: for ntimed ops, the op
 	 * ordinal, its chunks here and their mean time (CLOCK_REALTIME ns)
@@ -143,7 +168,7 @@ struct c4client_conn {
 struct c4client_wait {
 	uint64_t comm_hash;
 	uint32_t rank;
-	const struct sketch *recv_wait, *send_peer_wait, *send_gpu_wait,
+	const c4_sketch *recv_wait, *send_peer_wait, *send_gpu_wait,
 		*recv_gpu_wait;
 	uint64_t steps;
 };
@@ -232,5 +257,38 @@ uint64_t c4client_next_boundary(uint64_t now_ns, uint32_t interval_ms,
  * is connected), says goodbye, stops the thread and frees everything.
  */
 void c4client_close(struct c4client *c);
+
+/* Sketches: log-bucketed duration histograms (relative error bounded). */
+#define C4_SKETCH_ACCURACY_DEFAULT 10000u /* ppm: 1% relative error */
+#define C4_SKETCH_ACCURACY_MIN	   100u
+#define C4_SKETCH_ACCURACY_MAX	   500000u
+
+/*
+ * A new empty sketch of the given accuracy in ppm (0: the default); the
+ * caller frees it with c4_sketch_free().  NULL when the accuracy is out
+ * of C4_SKETCH_ACCURACY_MIN..MAX or memory runs out.
+ */
+c4_sketch *c4_sketch_new(uint32_t accuracy_ppm);
+/* Frees s and its buckets; NULL is ignored. */
+void c4_sketch_free(c4_sketch *s);
+/* Empties s, keeping its accuracy and memory (for the next interval). */
+void c4_sketch_reset(c4_sketch *s);
+/* Adds one duration (ns).  0, or -1 on allocation failure (s unchanged). */
+int c4_sketch_add(c4_sketch *s, uint64_t ns);
+/* Adds n samples of ns.  0, or -1 on allocation failure. */
+int c4_sketch_add_n(c4_sketch *s, uint64_t ns, uint64_t n);
+/*
+ * Adds every sample of src to dst; src is not changed.  -1 when their
+ * accuracies differ or memory runs out (dst unchanged).
+ */
+int c4_sketch_merge(c4_sketch *dst, const c4_sketch *src);
+/* The q-quantile (0 <= q <= 1) in ns; 0 for an empty sketch. */
+double c4_sketch_quantile(const c4_sketch *s, double q);
+/* Samples added since the last reset. */
+uint64_t c4_sketch_count(const c4_sketch *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

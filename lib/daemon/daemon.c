@@ -43,6 +43,48 @@ daemon_notify(const char *state)
 #endif
 }
 
+static void
+daemon_watchdog_cb(evutil_socket_t fd, short what, void *arg)
+{
+	daemon_notify("WATCHDOG=1");
+}
+
+/*
+ * When systemd asks for watchdog pings (WatchdogSec= sets $WATCHDOG_USEC
+ * for this process), a persistent timer on the event loop that sends
+ * WATCHDOG=1 every half period: a loop that stops turning stops the pings
+ * and systemd restarts the daemon.  Returns the event (the caller frees
+ * it), or NULL when no watchdog is asked for or it cannot be armed.
+ */
+static struct event *
+daemon_watchdog(struct event_base *base)
+{
+#if C4_HAVE_SYSTEMD
+	uint64_t usec = 0;
+	struct timeval tv;
+	struct event *ev;
+
+	if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0)
+		return NULL;
+	usec /= 2;
+	tv.tv_sec = (time_t)(usec / 1000000u);
+	tv.tv_usec = (suseconds_t)(usec % 1000000u);
+	ev = event_new(base, -1, EV_PERSIST, daemon_watchdog_cb, NULL);
+	if (ev == NULL || event_add(ev, &tv) < 0) {
+		log_warnx("cannot arm the watchdog timer");
+		if (ev != NULL)
+			event_free(ev);
+		return NULL;
+	}
+	log_info("watchdog: ping every %llu ms",
+		 (unsigned long long)usec / 1000);
+	return ev;
+#else
+	(void)base;
+	return NULL;
+#endif
+}
+
 int
 daemon_tick_arm(struct event *ev, uint32_t interval_ms, uint32_t offset_ms,
 		int first)
@@ -349,6 +391,7 @@ daemon_main(int argc, char **argv, const struct daemon_spec *spec)
 	for (int i = 0; i < 3; i++)
 		if (sigs[i] == NULL || evsignal_add(sigs[i], NULL) < 0)
 			goto out;
+	sigs[3] = daemon_watchdog(d.base); /* NULL: none asked for */
 	log_info("%s %s ready on %s", spec->name, C4_VERSION, bound);
 	{
 		char ready[1200];

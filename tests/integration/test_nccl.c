@@ -1,6 +1,6 @@
 /*
  * test_nccl.c - the built NCCL profiler plugin against a real c4a-agent
- * and c4d-master: a process that loads libc4-nccl-profiler.so as NCCL
+ * and c4d-master: a process that loads libnccl-profiler-c4.so as NCCL
  * does (dlopen, ncclProfiler_v5) and plays two ranks of an all-reduce
  * loop with kernel channels, proxy ops and steps gets its registrations
  * and interval summaries through the agent to the master, none refused.

@@ -187,5 +187,33 @@ START_TEST(test_long_message_cut)
 }
 END_TEST
 
+/* Not in the foreground and no journal: stderr, with the caller's fields. */
+START_TEST(test_no_journal_stderr_fields)
+{
+	struct caught c;
+	char *out;
+
+	unsetenv("JOURNAL_STREAM");
+	setenv("C4_LOG_TARGET", "stderr", 1);
+	log_init("tlog", 0, LOG_LVL_INFO);
+	ck_assert_int_eq(log_to_journal(), 0);
+	catch_start(&c);
+	log_info("listening on %s", "127.0.0.1:7410");
+	log_event(LOG_LVL_WARNING, "job-42", "slow-conn", "10.0.0.7:41000",
+		  "event %d", 7);
+	log_event(LOG_LVL_INFO, NULL, NULL, "p:1", "peer only");
+	out = catch_end(&c);
+	ck_assert_uint_eq(lines(out), 3);
+	ck_assert_ptr_nonnull(strstr(
+		out, " info tlog[tlog-sub]: listening on 127.0.0.1:7410\n"));
+	ck_assert_ptr_nonnull(strstr(out, " warning tlog[tlog-sub]: event 7 "
+					  "job=job-42 event=slow-conn "
+					  "peer=10.0.0.7:41000\n"));
+	ck_assert_ptr_nonnull(strstr(out, ": peer only peer=p:1\n"));
+	free(out);
+	unsetenv("C4_LOG_TARGET");
+}
+END_TEST
+
 TMAIN("log", test_level_filter, test_line_format, test_errno_text_and_kept,
-      test_long_message_cut)
+      test_long_message_cut, test_no_journal_stderr_fields)

@@ -1,5 +1,5 @@
 /*
- * test_plugin.c - the built libc4-nccl-profiler.so as NCCL sees it:
+ * test_plugin.c - the built libnccl-profiler-c4.so as NCCL sees it:
  * dlopen, dlsym("ncclProfiler_v5") and "_v4", init/start/state/stop/
  * finalize of one communicator with no agent listening (harmless: no
  * error to NCCL, the thread stops at the last finalize), inactive
