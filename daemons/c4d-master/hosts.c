@@ -129,6 +129,27 @@ hosts_push(struct hosts_entry *h)
 	h->nq++;
 }
 
+void
+hosts_unlink(struct hosts *hs, const void *link)
+{
+	for (size_t i = 0; i < hs->n; i++)
+		if (hs->v[i].link == link)
+			hs->v[i].link = NULL;
+}
+
+int
+hosts_linked(const struct hosts *hs, uint32_t **ids, size_t *cap, size_t *n)
+{
+	*n = 0;
+	if (vec_reserve((void **)ids, cap, hs->n ? hs->n : 1, sizeof(**ids)) <
+	    0)
+		return -1;
+	for (size_t i = 0; i < hs->n; i++)
+		if (hs->v[i].link != NULL)
+			(*ids)[(*n)++] = (uint32_t)i;
+	return 0;
+}
+
 int
 hosts_collect(struct hosts *hs,
 	      int (*take)(const struct hosts_window *w, void *arg), void *arg,

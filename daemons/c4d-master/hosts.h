@@ -35,7 +35,8 @@ struct hosts_entry {
 	size_t nnics;
 	struct hosts_window q[INGEST_QUEUE_MAX];
 	unsigned head, nq;
-	int heard; /* a message since the last tick */
+	int heard;	  /* a message since the last tick */
+	const void *link; /* session its last batch came on, NULL: closed */
 };
 
 struct hosts {
@@ -95,6 +96,20 @@ void hosts_window_clear(struct hosts_window *w);
  * with vec_reserve (the caller owns it).  Returns 0, or -1 when take fails
  * or memory runs out (the remaining hosts are not visited).
  */
+/*
+ * Forgets session link on every host whose batches came on it (the
+ * session closed).  Changes nothing else.
+ */
+void hosts_unlink(struct hosts *hs, const void *link);
+
+/*
+ * Lists in ids[0..*n) the hosts whose last batch came on a session still
+ * open.  ids is grown with vec_reserve (the caller owns it).  Returns 0,
+ * or -1 when memory runs out.
+ */
+int hosts_linked(const struct hosts *hs, uint32_t **ids, size_t *cap,
+		 size_t *n);
+
 int hosts_collect(struct hosts *hs,
 		  int (*take)(const struct hosts_window *w, void *arg),
 		  void *arg, uint32_t **heard, size_t *cheard, size_t *nheard);

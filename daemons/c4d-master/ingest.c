@@ -32,6 +32,8 @@ struct ingest {
 	struct hosts_window input; /* the job-wide input of one tick, reused */
 	uint32_t *heard;
 	size_t cheard;
+	uint32_t *linked; /* hosts whose agent's session is open */
+	size_t clinked, nlinked;
 	/* Connections of the last analysed interval, for the matrix view. */
 	struct matrix_conn *last;
 	size_t nlast, clast;
@@ -89,6 +91,7 @@ ingest_free(struct ingest *g)
 	free(g->input.conn);
 	free(g->input.wait);
 	free(g->heard);
+	free(g->linked);
 	free(g->last);
 	free(g->job);
 	free(g);
@@ -105,9 +108,16 @@ ingest_register(struct ingest *g, const C4__CommRegister *m,
 
 int
 ingest_telemetry(struct ingest *g, const char *node,
-		 const C4__TelemetryBatch *b, struct msg_err *err)
+		 const C4__TelemetryBatch *b, const void *link,
+		 struct msg_err *err)
 {
-	return telemetry_batch(&g->tele, node, b, err);
+	return telemetry_batch(&g->tele, node, b, link, err);
+}
+
+void
+ingest_unlink(struct ingest *g, const void *link)
+{
+	hosts_unlink(&g->hosts, link);
 }
 
 int
@@ -168,6 +178,8 @@ ingest_analyze(struct ingest *g, size_t nheard, uint64_t now_ns)
 	in.nwait = g->input.nwait;
 	in.hosts = g->heard;
 	in.nhosts = nheard;
+	in.linked = g->linked;
+	in.nlinked = g->nlinked;
 	if (matrix_analyze(g->m, &in, &ev, &nev) < 0) {
 		g->st.bad_records++;
 		log_warnx("interval %" PRIu64 ": the detection engine refused "
@@ -189,7 +201,8 @@ ingest_tick(struct ingest *g, uint64_t now_ns)
 	g->tick++;
 	hosts_window_clear(&g->input);
 	if (hosts_collect(&g->hosts, ingest_take, g, &g->heard, &g->cheard,
-			  &nheard) < 0)
+			  &nheard) < 0 ||
+	    hosts_linked(&g->hosts, &g->linked, &g->clinked, &g->nlinked) < 0)
 		return -1;
 	if (nheard > 0)
 		g->data_ticks++;

@@ -104,12 +104,20 @@ int ingest_register(struct ingest *g, const C4__CommRegister *m,
 		    struct msg_err *err);
 
 /*
- * Queues a telemetry batch from the agent of host node for the next
- * ticks; see telemetry_batch() (telemetry.h).  Reads b only.  Returns 0, or -1
- * with err set for a batch to refuse (-1 with err untouched: no memory).
+ * Queues a telemetry batch from the agent of host node, received on
+ * session link, for the next ticks; see telemetry_batch() (telemetry.h).
+ * Reads b only.  Returns 0, or -1 with err set for a batch to refuse (-1
+ * with err untouched: no memory).
  */
 int ingest_telemetry(struct ingest *g, const char *node,
-		     const C4__TelemetryBatch *b, struct msg_err *err);
+		     const C4__TelemetryBatch *b, const void *link,
+		     struct msg_err *err);
+
+/*
+ * Session link closed: its hosts are no longer linked, so an unheard one
+ * is lost after the node timeout alone (no grace for a late agent).
+ */
+void ingest_unlink(struct ingest *g, const void *link);
 
 /*
  * Runs the analysis of one interval (now_ns is CLOCK_REALTIME): takes one

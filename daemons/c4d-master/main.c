@@ -71,8 +71,10 @@ c4d_on_close(struct srv_conn *c, void *arg)
 {
 	struct dmn *d = arg;
 
-	if (d->state != NULL && srv_conn_get_data(c) == d->state)
+	if (d->state != NULL && srv_conn_get_data(c) == d->state) {
 		c4d_main_stats(d)->agents--;
+		ingest_unlink(((struct c4d_main *)d->state)->ingest, c);
+	}
 }
 
 /* Admin views: events (from memory), the job, its ranks, the matrix. */
@@ -156,7 +158,8 @@ c4d_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 		st->telemetry_records +=
 			b->n_colls + b->n_conns + b->n_waits + b->n_progress;
 		st->dropped_records += b->dropped_records;
-		return ingest_telemetry(cm->ingest, srv_conn_node(c), b, err);
+		return ingest_telemetry(cm->ingest, srv_conn_node(c), b, c,
+					err);
 	case C4__MSG_TYPE__MSG_ADMIN_REQUEST:
 		return c4d_on_admin(c, env, err, d);
 	default:

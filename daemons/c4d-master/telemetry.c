@@ -403,7 +403,8 @@ telemetry_window_fill(struct telemetry *t, struct hosts_window *w,
 }
 int
 telemetry_batch(struct telemetry *t, const char *node,
-		const C4__TelemetryBatch *b, struct msg_err *err)
+		const C4__TelemetryBatch *b, const void *link,
+		struct msg_err *err)
 {
 	const char *name = b->host && b->host[0] ? b->host : node;
 	struct hosts_window *w;
@@ -421,6 +422,7 @@ telemetry_batch(struct telemetry *t, const char *node,
 	t->st->hosts = t->hosts->n;
 	if (h == NULL)
 		return -1;
+	h->link = link;
 	w = hosts_slot(h, &dropped);
 	t->st->windows_dropped += (uint64_t)dropped;
 	if (telemetry_window_fill(t, w, b) < 0) {

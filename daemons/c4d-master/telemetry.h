@@ -67,11 +67,14 @@ int telemetry_register(struct telemetry *t, const C4__CommRegister *m,
  * Queues the batch b from the agent of host node (b->host, when set,
  * names the host instead) as one window of engine records on that host;
  * the oldest window goes when the host's queue is full.  Timings go to the
- * flight matcher.  Reads b only.  Returns 0, or -1 with err set for a
- * batch without a host name (-1 with err untouched: out of memory).
+ * flight matcher.  link names the session it came on (the host counts
+ * as linked to it until hosts_unlink()).  Reads b only.  Returns 0, or
+ * -1 with err set for a batch without a host name (-1 with err
+ * untouched: out of memory).
  */
 int telemetry_batch(struct telemetry *t, const char *node,
-		    const C4__TelemetryBatch *b, struct msg_err *err);
+		    const C4__TelemetryBatch *b, const void *link,
+		    struct msg_err *err);
 
 /*
  * Folds into the transfer times of conn[0..n), the job's connections of

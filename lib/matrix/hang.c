@@ -28,7 +28,9 @@
  * a peer tells a hang from a quiet communicator (hang_behind,
  * hang_enq_stuck).  A host is lost after node_timeout intervals unheard,
  * counted only in intervals in which the job was heard from (stall.c) and
- * no summary of its ranks arrived (late reports prove it alive).  Every
+ * no summary of its ranks arrived (late reports prove it alive), and
+ * link_grace intervals later while its agent's session is still open (a
+ * starved or stopped agent reports late; a dead one closes it).  Every
  * communicator is judged before any is named, so what holds a member is
  * known whatever the order of the communicators.
  */
@@ -106,7 +108,8 @@ hang_nodes(struct matrix *m)
 			x->miss = 0;
 		else if (quorum && x->rep_iv != m->iv + 1)
 			x->miss++;
-		x->lost = x->miss >= m->p.node_timeout;
+		x->lost = x->miss >=
+			  m->p.node_timeout + (x->linked ? m->p.link_grace : 0);
 	}
 }
 

@@ -56,6 +56,7 @@ matrix_params_default(struct matrix_params *p)
 	p->flap_n = MATRIX_DEF_FLAP_N;
 	p->pair_max = MATRIX_DEF_PAIR_MAX;
 	p->spike_decay = MATRIX_DEF_SPIKE_DECAY;
+	p->link_grace = MATRIX_DEF_LINK_GRACE;
 }
 
 /* 1 when p is usable (windows fit the history, thresholds sane). */
@@ -101,6 +102,9 @@ matrix_params_ok(const struct matrix_params *p)
 	/* spike.c: a rate, a decay */
 	if (!(p->pair_max >= 0) || !(p->spike_decay >= 0) ||
 	    !(p->spike_decay < 1))
+		return 0;
+	/* hang.c: a grace that still ends */
+	if (p->link_grace > 1000)
 		return 0;
 	return 1;
 }
@@ -475,12 +479,17 @@ matrix_median(float *v, uint32_t n)
 	return 0.5f * (lowmax + v[k]);
 }
 
+/* Mark host heard (what 0) or its session open (what 1). */
 static void
-matrix_mark_host(struct matrix *m, uint32_t host)
+matrix_mark_host(struct matrix *m, uint32_t host, int what)
 {
 	uint32_t idx;
 
-	if (u64map_get(&m->host_map, host, &idx) == 0)
+	if (u64map_get(&m->host_map, host, &idx) < 0)
+		return;
+	if (what)
+		m->hosts[idx].linked = 1;
+	else
 		m->hosts[idx].heard = 1;
 }
 
@@ -515,10 +524,12 @@ matrix_analyze(struct matrix *m, const struct matrix_input *in,
 	m->iv = in->interval;
 	m->nout = 0;
 	for (h = 0; h < m->nhosts; h++)
-		m->hosts[h].heard = 0;
+		m->hosts[h].heard = m->hosts[h].linked = 0;
+	for (i = 0; in->linked != NULL && i < in->nlinked; i++)
+		matrix_mark_host(m, in->linked[i], 1);
 	if (in->hosts != NULL) {
 		for (i = 0; i < in->nhosts; i++)
-			matrix_mark_host(m, in->hosts[i]);
+			matrix_mark_host(m, in->hosts[i], 0);
 	} else {
 		for (i = 0; i < in->ncoll; i++)
 			matrix_mark_rank(m, in->coll[i].comm, in->coll[i].rank);

@@ -63,6 +63,7 @@
 #define MATRIX_DEF_ELEV_FRAC	  0.75 /* elevated: this share of min_slowdown */
 #define MATRIX_DEF_HANG_TIMEOUT	  2    /* intervals without completion      */
 #define MATRIX_DEF_NODE_TIMEOUT	  2    /* intervals without any data        */
+#define MATRIX_DEF_LINK_GRACE	  3    /* ... more while its session is open */
 #define MATRIX_DEF_UPDATE_DELTA	  0.10	/* slowdown change worth an update   */
 #define MATRIX_DEF_STALL_TIMEOUT  3	/* still intervals of a job stall    */
 #define MATRIX_DEF_STALL_FRAC	  0.5	/* share of the job: stall, quorum   */
@@ -255,7 +256,9 @@ struct matrix_wait {
 /*
  * One reporting interval. hosts lists the hosts heard from (agent
  * heartbeats); when it is NULL the engine counts a host as heard from when
- * any summary names one of its ranks.
+ * any summary names one of its ranks. linked (or NULL) lists hosts whose
+ * agent's session is still open: unheard, such a host is late (a starved
+ * or stopped agent) for link_grace intervals more before it is lost.
  */
 struct matrix_input {
 	uint64_t interval;
@@ -267,6 +270,8 @@ struct matrix_input {
 	size_t nwait;
 	const uint32_t *hosts;
 	size_t nhosts;
+	const uint32_t *linked;
+	size_t nlinked;
 };
 
 /* ---- output ------------------------------------------------------------ */
@@ -428,6 +433,11 @@ struct matrix_params {
 	 */
 	double pair_max;
 	double spike_decay;
+	/*
+	 * intervals a host whose agent session is still open (matrix_input
+	 * linked) may stay unheard beyond node_timeout before it is lost
+	 */
+	unsigned link_grace;
 };
 
 struct matrix;

@@ -50,6 +50,7 @@ struct host {
 	uint64_t last_seen; /* interval + 1; 0 = never */
 	uint64_t added;	    /* interval count when first registered */
 	uint8_t heard;	    /* heard from in the current interval */
+	uint8_t linked;	    /* its agent's session is open (input linked) */
 	uint8_t lost;
 	uint32_t members; /* ranks of live communicators on this host */
 	uint32_t miss;	  /* intervals unheard while the job was heard */

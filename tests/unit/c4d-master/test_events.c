@@ -453,13 +453,13 @@ START_TEST(test_events_last_seen_engine)
 	for (iv = 1; iv <= 12; iv++) {
 		ck_assert_int_eq(ingest_telemetry(g, "node-0",
 						  fx_heartbeat(&b, "", iv),
-						  &err),
+						  NULL, &err),
 				 0);
 		if (iv <= 3)
 			ck_assert_int_eq(
 				ingest_telemetry(g, NULL,
 						 fx_heartbeat(&b, "node-1", iv),
-						 &err),
+						 NULL, &err),
 				0);
 		ck_assert_int_eq(ingest_tick(g, iv * 1000000000ull), 0);
 	}

@@ -130,11 +130,12 @@ START_TEST(test_hosts_lost)
 	for (iv = 1; iv <= 3; iv++) {
 		ck_assert_int_eq(ingest_telemetry(g, "node-0",
 						  fx_heartbeat(&b, "", iv),
-						  &err),
+						  NULL, &err),
 				 0);
 		ck_assert_int_eq(
 			ingest_telemetry(g, NULL,
-					 fx_heartbeat(&b, "node-1", iv), &err),
+					 fx_heartbeat(&b, "node-1", iv), NULL,
+					 &err),
 			0);
 		ck_assert_int_eq(ingest_tick(g, iv * 1000000000ull), 0);
 	}
@@ -143,7 +144,7 @@ START_TEST(test_hosts_lost)
 	for (; iv <= 5; iv++) {
 		ck_assert_int_eq(ingest_telemetry(g, "node-0",
 						  fx_heartbeat(&b, "", iv),
-						  &err),
+						  NULL, &err),
 				 0);
 		ck_assert_int_eq(ingest_tick(g, iv * 1000000000ull), 0);
 	}

@@ -105,8 +105,9 @@ START_TEST(test_tele_batch)
 	ck_assert_int_eq(
 		telemetry_register(&f.t, fx_comm(&c, 0xa1, 2, 0, 2), &err), 0);
 	/* no host name anywhere: refused */
-	ck_assert_int_eq(
-		telemetry_batch(&f.t, NULL, fx_heartbeat(&b, "", 1), &err), -1);
+	ck_assert_int_eq(telemetry_batch(&f.t, NULL, fx_heartbeat(&b, "", 1),
+					 NULL, &err),
+			 -1);
 	ck_assert_int_eq(err.code, C4__ERROR_CODE__ERR_INVALID);
 
 	fx_heartbeat(&b, "node-0", 9);
@@ -153,7 +154,7 @@ START_TEST(test_tele_batch)
 	conns[1] = &rx;
 	b.n_conns = 2;
 	b.conns = conns;
-	ck_assert_int_eq(telemetry_batch(&f.t, "ignored", &b, &err), 0);
+	ck_assert_int_eq(telemetry_batch(&f.t, "ignored", &b, NULL, &err), 0);
 
 	ck_assert_ptr_nonnull(hosts_find(&f.hosts, "node-0", 0, &hid));
 	ck_assert_uint_eq(f.hosts.v[hid].nq, 1);

@@ -41,6 +41,7 @@ struct opt {
 	int late2;    /* host 3's reports of 6 and 7 each come one late */
 	int lost;     /* host 5 sends nothing from interval HANG on */
 	int tp;	      /* comm B (see run) waits for rank 0 from interval tp */
+	int linked;   /* in.linked: every host's agent session stays open */
 };
 
 #define COMM_B 0xbbbbull
@@ -181,7 +182,7 @@ run(const struct opt *o, struct res *res)
 {
 	static struct matrix_coll coll[4 * NR + 2];
 	struct matrix_rank_loc bloc[2];
-	uint32_t hosts[NR];
+	uint32_t hosts[NR], all[NR];
 	struct matrix *m = matrix_new(NULL);
 	const struct matrix_event *ev;
 	struct matrix_input in;
@@ -191,6 +192,8 @@ run(const struct opt *o, struct res *res)
 	uint32_t r;
 
 	memset(res, 0, sizeof(*res));
+	for (r = 0; r < NR; r++)
+		all[r] = r;
 	fx_init(&f, NR, 0xdddd);
 	fx_ring(&f);
 	ck_assert_int_eq(matrix_comm_add(m, f.comm, NR, f.loc), 0);
@@ -215,6 +218,8 @@ run(const struct opt *o, struct res *res)
 			in.hosts = hosts;
 			in.nhosts = nh;
 		}
+		in.linked = o->linked ? all : NULL;
+		in.nlinked = o->linked ? NR : 0;
 		in.coll = coll;
 		in.ncoll = n;
 		for (k = n = 0; k < f.nconn; k++) {
@@ -439,6 +444,28 @@ START_TEST(test_late_heartbeats_not_lost)
 END_TEST
 
 /*
+ * A host silent while its agent's session stays open (a starved or
+ * stopped agent) is late, not lost, for link_grace intervals more; then
+ * it is lost all the same (a hung machine keeps its sessions open).
+ */
+START_TEST(test_linked_silence_waits)
+{
+	struct opt lost = {.mode = HEALTHY, .lost = 1, .hb = 1, .linked = 1};
+	struct res r;
+
+	run(&lost, &r);
+	ck_assert_uint_eq(total(&r), 1);
+	ck_assert_uint_eq(r.opened[MATRIX_EV_NODE_LOST], 1);
+	ck_assert_uint_eq(r.first[MATRIX_EV_NODE_LOST].isolate_host, 5);
+	ck_assert_uint_gt(r.open_iv[MATRIX_EV_NODE_LOST],
+			  HANG + MATRIX_DEF_NODE_TIMEOUT - 1);
+	ck_assert_uint_le(r.open_iv[MATRIX_EV_NODE_LOST],
+			  HANG + MATRIX_DEF_NODE_TIMEOUT +
+				  MATRIX_DEF_LINK_GRACE - 1);
+}
+END_TEST
+
+/*
  * A real non-communication hang is named within hang_timeout + 1
  * intervals, on time reports or late ones (then once the rank's own
  * markers confirm it did not move).
@@ -483,6 +510,7 @@ stall_suite(void)
 	tcase_add_test(tc, test_job_stall);
 	tcase_add_test(tc, test_late_reports_are_quiet);
 	tcase_add_test(tc, test_late_heartbeats_not_lost);
+	tcase_add_test(tc, test_linked_silence_waits);
 	tcase_add_test(tc, test_noncomm_hang_found);
 	suite_add_tcase(s, tc);
 	return s;
