@@ -217,7 +217,7 @@ cell_ingest(struct matrix *m, const struct matrix_input *in)
 		x->bytes += cn->bytes;
 		if (cn->chunks < m->p.min_chunks || cn->bytes == 0 ||
 		    cn->xfer.count == 0 || !(cn->xfer.p50 > 0) ||
-		    !isfinite(cn->xfer.p50))
+		    !isfinite(cn->xfer.p50) || matrix_back(m, ci, cn->src))
 			continue;
 		chunk = cn->bytes / cn->chunks;
 		if (chunk == 0)

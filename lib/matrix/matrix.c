@@ -493,6 +493,12 @@ matrix_mark_host(struct matrix *m, uint32_t host, int what)
 		m->hosts[idx].heard = 1;
 }
 
+int
+matrix_back(const struct matrix *m, uint32_t ci, uint32_t rank)
+{
+	return m->hosts[m->devs[m->comms[ci].dev[rank]].hidx].back;
+}
+
 static void
 matrix_mark_rank(struct matrix *m, uint64_t comm, uint32_t rank)
 {
@@ -538,9 +544,14 @@ matrix_analyze(struct matrix *m, const struct matrix_input *in,
 		for (i = 0; i < in->nconn; i++)
 			matrix_mark_rank(m, in->conn[i].comm, in->conn[i].src);
 	}
-	for (h = 0; h < m->nhosts; h++)
-		if (m->hosts[h].heard)
-			m->hosts[h].last_seen = m->iv + 1;
+	for (h = 0; h < m->nhosts; h++) {
+		struct host *x = &m->hosts[h];
+
+		/* back after a silence: its reports mix two intervals */
+		x->back = x->heard && x->last_seen > 0 && x->last_seen < m->iv;
+		if (x->heard)
+			x->last_seen = m->iv + 1;
+	}
 	if (wait_ingest(m, in) < 0 || cell_ingest(m, in) < 0)
 		goto fail;
 	if (cell_detect(m) < 0 || wait_detect(m) < 0 || hang_detect(m) < 0)

@@ -51,6 +51,7 @@ struct host {
 	uint64_t added;	    /* interval count when first registered */
 	uint8_t heard;	    /* heard from in the current interval */
 	uint8_t linked;	    /* its agent's session is open (input linked) */
+	uint8_t back;	    /* heard now, not in the interval before */
 	uint8_t lost;
 	uint32_t members; /* ranks of live communicators on this host */
 	uint32_t miss;	  /* intervals unheard while the job was heard */
@@ -429,6 +430,15 @@ struct matrix {
 void matrix_suspect_dev(const struct matrix *m, struct matrix_suspect *s,
 			uint32_t dev, unsigned role);
 float matrix_median(float *v, uint32_t n);
+/*
+ * Is the host of rank of communicator index ci back from a silence (heard
+ * now, not in the interval before)?  Reports that were late arrive with
+ * the next interval's (or queued, one behind): timed under the interval
+ * before, against this interval's class level they read as slowed or sped
+ * up by however much the whole job moved, so a detector takes such a
+ * sample neither as evidence nor to learn from.
+ */
+int matrix_back(const struct matrix *m, uint32_t ci, uint32_t rank);
 /*
  * Starts *e (clearing it) as a candidate of kind against member rank of
  * communicator c alone: c names the event, the rank's device is its one
