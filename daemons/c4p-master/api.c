@@ -11,7 +11,7 @@
  *
  * Jobs: a session whose hello named a job may only ask, renew and release
  * for that job.  An agent session without a job relays for the jobs of its
- * node and may act for any job (its credential was checked at hello).
+ * node, limited to the jobs its credential names (api_job_allowed).
  */
 #define LOG_SUBSYS "c4p-api"
 
@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "api.h"
+#include "auth.h"
 #include "hold.h"
 #include "jobs.h"
 #include "metrics.h"
@@ -89,22 +90,40 @@ api_on_close(struct srv_conn *c, void *arg)
 /* ---- helpers
  * ------------------------------------------------------------------ */
 
-/* May the session of from act for job?  0, or -1 with err (ERR_AUTH). */
+/*
+ * May the session of from act for job?  0, or -1 with err (ERR_AUTH).
+ * A session whose hello named a job acts for that job only.  An agent
+ * session without a job relays for the ranks of its node, and only for
+ * the jobs its credential names: a credential with jobs ["*"] (or no
+ * jobs list) is an explicit relay for every job; any other credential
+ * reaches no job beyond its list, so one agent token can neither read nor
+ * release the allocations of another job.
+ */
 static int
-api_job_allowed(const struct api_from *from, const char *job, const char *what,
-		struct msg_err *err)
+api_job_allowed(struct c4p *p, const struct api_from *from, const char *job,
+		const char *what, struct msg_err *err)
 {
 	const char *own = from->job;
+	const struct auth_credential *cred = NULL;
 
-	if (own == NULL && from->role == C4__ROLE__ROLE_AGENT)
-		return 0;
 	if (own != NULL && strcmp(own, job) == 0)
 		return 0;
+	if (own == NULL && from->role == C4__ROLE__ROLE_AGENT &&
+	    from->sess->conn != NULL) {
+		cred = auth_find(&p->conf->credentials,
+				 srv_conn_cred(from->sess->conn));
+		if (cred != NULL &&
+		    auth_allows(cred, C4__ROLE__ROLE_AGENT, job))
+			return 0;
+	}
 	err->code = C4__ERROR_CODE__ERR_AUTH;
 	snprintf(err->text, sizeof(err->text),
-		 "%s for job '%s' refused: this session belongs to %s%s%s",
+		 "%s for job '%s' refused: this session belongs to %s%s%s%s",
 		 what, job, own ? "job '" : "no job", own ? own : "",
-		 own ? "'" : "");
+		 own ? "'" : "",
+		 cred != NULL || own == NULL ? " and its credential does not "
+					       "name the job"
+					     : "");
 	return -1;
 }
 
@@ -224,7 +243,7 @@ api_request_one(struct c4p *p, const struct api_from *from,
 	c4__path_reply__init(out);
 	out->request_id = arena_strdup(ar, r->request_id);
 	p->st.path_requests++;
-	if (api_job_allowed(from, r->job_id, "path request", &me) < 0) {
+	if (api_job_allowed(p, from, r->job_id, "path request", &me) < 0) {
 		api_reply_error(out, me.code, me.text, ar);
 		goto fail;
 	}
@@ -394,7 +413,7 @@ api_path_release(struct c4p *p, const struct api_from *from,
 	struct reply *pe;
 	C4__PathReply *out;
 
-	if (api_job_allowed(from, r->job_id, "release", err) < 0)
+	if (api_job_allowed(p, from, r->job_id, "release", err) < 0)
 		return -1;
 	job = jobs_id(p->jobs, r->job_id, 0);
 	p->st.path_releases++;

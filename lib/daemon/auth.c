@@ -135,6 +135,19 @@ auth_match(const struct cfg_list *creds, const void *token, size_t len)
 	return found;
 }
 
+const struct auth_credential *
+auth_find(const struct cfg_list *creds, const char *name)
+{
+	const struct auth_credential *v = creds->items;
+
+	if (name == NULL)
+		return NULL;
+	for (size_t i = 0; i < creds->n; i++)
+		if (v[i].name != NULL && strcmp(v[i].name, name) == 0)
+			return &v[i];
+	return NULL;
+}
+
 int
 auth_allows(const struct auth_credential *c, int role, const char *job)
 {

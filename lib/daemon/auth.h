@@ -42,6 +42,9 @@ void auth_validate_list(const struct cfg_list *creds, struct cfg_pos at,
  */
 const struct auth_credential *auth_match(const struct cfg_list *creds,
 					 const void *token, size_t len);
+/* The credential named name, or NULL.  Changes nothing. */
+const struct auth_credential *auth_find(const struct cfg_list *creds,
+					const char *name);
 /* May this credential take role (a C4__Role) and speak for job? */
 int auth_allows(const struct auth_credential *c, int role, const char *job);
 

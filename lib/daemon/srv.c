@@ -5,8 +5,10 @@
 
 #include "clock.h"
 #include "srv.h"
+#include "srv_int.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,85 +26,10 @@
 #include "arena.h"
 #include "auth.h"
 #include "c4_build.h"
+#include "fnv.h"
+#include "guard.h"
 #include "log.h"
 #include "net.h"
-
-#define SRV_LISTENERS_MAX 8
-#define SRV_PEER_MAX	  (NET_HOST_MAX + 16)
-
-static const struct cfg_field srv_conf_fields[] = {
-	{"listen", CFG_ADDR, offsetof(struct srv_conf, listen), 0, 0, 0, NULL,
-	 NULL, "address for sessions: host:port or unix:/path"},
-	{"max_frame", CFG_SIZE, offsetof(struct srv_conf, max_frame), 0,
-	 FRAME_MAX_MIN, FRAME_MAX_LIMIT, "4MiB", NULL,
-	 "largest frame accepted; larger ones close the session"},
-	{"hello_timeout", CFG_DURATION,
-	 offsetof(struct srv_conf, hello_timeout), 0, 100, 600000, "5s", NULL,
-	 "time a new connection has to send its hello"},
-	{"idle_timeout", CFG_DURATION, offsetof(struct srv_conf, idle_timeout),
-	 0, 1000, 86400000, "60s", NULL,
-	 "a session silent this long is closed"},
-	{"heartbeat", CFG_DURATION, offsetof(struct srv_conf, heartbeat), 0,
-	 100, 3600000, "5s", NULL, "heartbeat period asked of peers"},
-	{"max_connections", CFG_INT, offsetof(struct srv_conf, max_connections),
-	 0, 1, 1000000, "4096", NULL, "sessions at once; more are refused"},
-};
-
-static void
-srv_conf_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
-{
-	struct srv_conf *c = obj;
-
-	if (c->idle_timeout < 2 * c->heartbeat)
-		cfg_diag_add(d, at,
-			     "server: idle_timeout must be at least twice the "
-			     "heartbeat");
-}
-
-const struct cfg_schema srv_conf_schema = {
-	"server", sizeof(struct srv_conf), srv_conf_fields,
-	CFG_NFIELDS(srv_conf_fields), srv_conf_validate};
-
-enum srv_conn_state {
-	SRV_AWAIT_HELLO,
-	SRV_READY,
-	SRV_CLOSING, /* flushing a final Error; input ignored */
-};
-
-struct srv_conn {
-	TAILQ_ENTRY(srv_conn) entry;
-	struct srv *srv;
-	struct bufferevent *bev;
-	struct event *timer;   /* hello timeout, then close linger */
-	struct event *more_ev; /* continue draining after the per-cb cap */
-	enum srv_conn_state state;
-	C4__Role role;
-	char *job;
-	char *node;
-	char *cred_name;
-	char peer[SRV_PEER_MAX];
-	uint64_t session_id;
-	uint64_t seq;
-	void *data;
-};
-
-struct srv {
-	struct event_base *base;
-	struct srv_params p;
-	struct srv_ops ops;
-	void *arg;
-	struct evconnlistener *listeners[SRV_LISTENERS_MAX];
-	char *unix_paths[SRV_LISTENERS_MAX];
-	size_t nlisteners;
-	TAILQ_HEAD(, srv_conn) conns;
-	struct arena decode;	     /* with p.arena_decode */
-	ProtobufCAllocator pb_alloc; /* bump allocation from decode */
-	struct srv_stats stats;
-	uint64_t next_session;
-	struct timespec started;
-};
-
-static void srv_conn_free(struct srv_conn *c);
 
 static void *
 srv_pb_alloc(void *data, size_t size)
@@ -117,7 +44,12 @@ srv_pb_free(void *data, void *p)
 	(void)data;
 	(void)p;
 }
-static void srv_read_cb(struct bufferevent *bev, void *arg);
+
+static uint64_t
+srv_secret_hash(const struct auth_credential *cred)
+{
+	return fnv1a64(FNV1A64_INIT, cred->secret, cred->secret_len);
+}
 
 struct srv *
 srv_new(struct event_base *base, const struct srv_params *p,
@@ -143,6 +75,15 @@ srv_new(struct event_base *base, const struct srv_params *p,
 	s->ops = *ops;
 	s->arg = arg;
 	TAILQ_INIT(&s->conns);
+	TAILQ_INIT(&s->unauth);
+	s->guard = guard_new();
+	if (s->guard == NULL) {
+		free((char *)s->p.daemon);
+		free((char *)s->p.node);
+		free((char *)s->p.job_id);
+		free(s);
+		return NULL;
+	}
 	arena_init(&s->decode);
 	s->pb_alloc.alloc = srv_pb_alloc;
 	s->pb_alloc.free = srv_pb_free;
@@ -153,18 +94,50 @@ srv_new(struct event_base *base, const struct srv_params *p,
 	return s;
 }
 
-void
+/* Does the session's credential still exist, unchanged, in creds? */
+static int
+srv_cred_valid(const struct srv_conn *c, const struct cfg_list *creds)
+{
+	const struct auth_credential *cred = auth_find(creds, c->cred_name);
+
+	return cred != NULL && cred->secret != NULL &&
+	       srv_secret_hash(cred) == c->secret_hash &&
+	       auth_allows(cred, (int)c->role, c->job);
+}
+
+size_t
 srv_set_conf(struct srv *s, const struct srv_conf *conf,
 	     const struct cfg_list *creds)
 {
 	struct srv_conn *c;
+	size_t closed = 0;
 
 	s->p.conf = conf;
 	s->p.creds = creds;
-	/* A new max_frame must be readable on sessions already open. */
 	TAILQ_FOREACH(c, &s->conns, entry)
-	bufferevent_setwatermark(c->bev, EV_READ, 0,
-				 FRAME_HDR_LEN + (size_t)conf->max_frame);
+	{
+		if (c->state != SRV_READY)
+			continue;
+		if (!srv_cred_valid(c, creds)) {
+			log_debug("%s: session %llu: credential '%s' revoked",
+				  c->peer, (unsigned long long)c->session_id,
+				  c->cred_name);
+			s->stats.revoked++;
+			closed++;
+			srv_send_error(c, C4__ERROR_CODE__ERR_AUTH, 1, 0,
+				       "credential revoked by reload");
+			continue;
+		}
+		/* A new max_frame must be readable on sessions open. */
+		bufferevent_setwatermark(c->bev, EV_READ, 0,
+					 FRAME_HDR_LEN +
+						 (size_t)conf->max_frame);
+	}
+	if (closed > 0)
+		log_warnx("reload: closed %zu sessions whose credential was "
+			  "removed or changed",
+			  closed);
+	return closed;
 }
 
 const struct srv_stats *
@@ -202,13 +175,8 @@ srv_send(struct srv_conn *c, C4__MsgType type, void *body, uint64_t reply_to)
 	buf = msg_frame_new(&env, &n);
 	if (buf == NULL)
 		return -1;
-	if (evbuffer_get_length(out) + n > SRV_OUTBUF_MAX) {
+	if (srv_flow_over_cap(c, evbuffer_get_length(out), n) < 0) {
 		free(buf);
-		c->srv->stats.outbuf_overflow++;
-		log_warnx("%s: peer is not reading its replies (%zu bytes "
-			  "queued); closing",
-			  c->peer, evbuffer_get_length(out));
-		srv_conn_close(c, "output overflow");
 		return -1;
 	}
 	/* the evbuffer takes the frame as it is: no second copy */
@@ -282,8 +250,8 @@ srv_send_error(struct srv_conn *c, C4__ErrorCode code, int fatal,
 }
 
 /* Counts a rejected input by its error code, logs, answers and closes. */
-static void
-srv_reject(struct srv_conn *c, const struct msg_err *err)
+void
+srv_conn_reject(struct srv_conn *c, const struct msg_err *err)
 {
 	struct srv_stats *st = &c->srv->stats;
 
@@ -303,11 +271,17 @@ srv_reject(struct srv_conn *c, const struct msg_err *err)
 	case C4__ERROR_CODE__ERR_STATE:
 		st->bad_state++;
 		break;
+	case C4__ERROR_CODE__ERR_LIMIT:
+		break; /* counted where the limit is */
 	default:
 		st->malformed++;
 		break;
 	}
-	log_warnx("%s: %s; closing the session", c->peer, err->text);
+	if (c->unauth)
+		srv_flow_warn(c->srv, c->src, "%s: %s; closing the connection",
+			      c->peer, err->text);
+	else
+		log_warnx("%s: %s; closing the session", c->peer, err->text);
 	srv_send_error(c, err->code, 1, 0, err->text);
 }
 
@@ -368,7 +342,14 @@ srv_answer_status(struct srv_conn *c, const C4__Envelope *env)
 	SRV_COUNTERS(SRV_STAT_COUNTER)
 #undef SRV_STAT_COUNTER
 	srv_reply_counter(&r, "conns_active", s->stats.conns_active,
-			  "sessions open now", 1);
+			  "connections open now", 1);
+	srv_reply_counter(&r, "conns_unauth", s->stats.conns_unauth,
+			  "connections awaiting their hello now", 1);
+	srv_reply_counter(&r, "output_queued", s->stats.output_queued,
+			  "bytes queued for all peers now", 1);
+	srv_reply_counter(&r, "auth_sources", guard_sources(s->guard),
+			  "addresses remembered for admission and throttling",
+			  1);
 	if (s->ops.on_status != NULL)
 		s->ops.on_status(s, &r, s->arg);
 	srv_send(c, C4__MSG_TYPE__MSG_ADMIN_REPLY, &r, env->seq);
@@ -422,6 +403,14 @@ srv_handle_hello(struct srv_conn *c, const C4__Envelope *env,
 			 h->job_id ? h->job_id : "");
 		return -1;
 	}
+	if (s->nauth >= (uint64_t)s->p.conf->max_connections) {
+		s->stats.conns_refused++;
+		err->code = C4__ERROR_CODE__ERR_LIMIT;
+		snprintf(err->text, sizeof(err->text),
+			 "hello refused: %llu sessions open (max_connections)",
+			 (unsigned long long)s->nauth);
+		return -1;
+	}
 	c->role = h->role;
 	c->cred_name = strdup(cred->name);
 	c->job = h->job_id ? strdup(h->job_id) : NULL;
@@ -433,7 +422,12 @@ srv_handle_hello(struct srv_conn *c, const C4__Envelope *env,
 	}
 	c->state = SRV_READY;
 	c->session_id = ++s->next_session;
+	c->secret_hash = srv_secret_hash(cred);
 	event_del(c->timer);
+	srv_flow_unauth_done(c);
+	s->nauth++;
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+				 FRAME_HDR_LEN + (size_t)s->p.conf->max_frame);
 	s->stats.hello_ok++;
 	log_info("%s: session %llu: %s %s%s%s authenticated as '%s'", c->peer,
 		 (unsigned long long)c->session_id, msg_role_name(c->role),
@@ -471,11 +465,11 @@ srv_dispatch(struct srv_conn *c, const C4__Envelope *env)
 			err.code = C4__ERROR_CODE__ERR_STATE;
 			snprintf(err.text, sizeof(err.text), "%s before hello",
 				 msg_type_name(env->type));
-			srv_reject(c, &err);
+			srv_conn_reject(c, &err);
 			return -1;
 		}
 		if (srv_handle_hello(c, env, &err) < 0) {
-			srv_reject(c, &err);
+			srv_flow_hello_failed(c, &err);
 			return -1;
 		}
 		return 0;
@@ -484,7 +478,7 @@ srv_dispatch(struct srv_conn *c, const C4__Envelope *env)
 		err.code = C4__ERROR_CODE__ERR_STATE;
 		snprintf(err.text, sizeof(err.text),
 			 "second hello on a session");
-		srv_reject(c, &err);
+		srv_conn_reject(c, &err);
 		return -1;
 	}
 	if (!msg_role_may_send(c->role, env->type) ||
@@ -492,7 +486,7 @@ srv_dispatch(struct srv_conn *c, const C4__Envelope *env)
 		err.code = C4__ERROR_CODE__ERR_ROLE;
 		snprintf(err.text, sizeof(err.text), "a %s may not send %s",
 			 msg_role_name(c->role), msg_type_name(env->type));
-		srv_reject(c, &err);
+		srv_conn_reject(c, &err);
 		return -1;
 	}
 	switch (env->type) {
@@ -562,70 +556,117 @@ srv_more_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	srv_read_cb(c->bev, c);
+	if (c->paused) {
+		if (srv_flow_full(c))
+			return;
+		c->paused = 0;
+		c->srv->npaused--;
+		bufferevent_enable(c->bev, EV_READ);
+	}
+	srv_conn_read_cb(c->bev, c);
+}
+
+static void
+srv_frame_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct srv_conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	c->srv->stats.frame_timeout++;
+	log_warnx("%s: frame not completed within %lld ms; closing", c->peer,
+		  (long long)c->srv->p.conf->frame_timeout);
+	srv_send_error(c, C4__ERROR_CODE__ERR_TIMEOUT, 1, 0,
+		       "frame not completed in time");
+}
+
+/*
+ * Decodes and dispatches the frame at the head of in (len bytes of body
+ * are there).  Returns -1 when the session is now closing.
+ */
+static int
+srv_one_frame(struct srv_conn *c, struct evbuffer *in, uint32_t len)
+{
+	struct srv *s = c->srv;
+	struct msg_err err = {C4__ERROR_CODE__ERR_UNSPECIFIED, ""};
+	C4__Envelope *env;
+	uint8_t *body;
+	int rc;
+
+	body = evbuffer_pullup(in, (ev_ssize_t)(FRAME_HDR_LEN + len));
+	env = msg_unpack_alloc(body + FRAME_HDR_LEN, len, &err,
+			       s->p.arena_decode ? &s->pb_alloc : NULL);
+	evbuffer_drain(in, FRAME_HDR_LEN + len);
+	s->stats.frames_in++;
+	s->stats.bytes_in += FRAME_HDR_LEN + len;
+	if (env == NULL) {
+		/* A failed decode may have left arena memory. */
+		if (s->p.arena_decode)
+			arena_reset(&s->decode);
+		srv_conn_reject(c, &err);
+		return -1;
+	}
+	rc = srv_dispatch(c, env);
+	srv_release(s, env);
+	return rc;
 }
 
 /*
  * Drains complete frames, at most FRAME_PER_CALLBACK per call so that one
  * busy peer cannot starve the others; the rest is handled on the next loop
- * turn.
+ * turn.  Before the hello a frame may be at most SRV_HELLO_FRAME_MAX; a
+ * session whose output is over its low mark stops here until it drains.
  */
-static void
-srv_read_cb(struct bufferevent *bev, void *arg)
+void
+srv_conn_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct srv_conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	uint32_t max = (uint32_t)c->srv->p.conf->max_frame;
 	unsigned handled = 0;
 
-	while (c->state != SRV_CLOSING) {
+	if (c->state == SRV_AWAIT_HELLO && max > SRV_HELLO_FRAME_MAX)
+		max = SRV_HELLO_FRAME_MAX;
+	while (c->state == SRV_AWAIT_HELLO || c->state == SRV_READY) {
 		size_t avail = evbuffer_get_length(in);
 		uint8_t hdr[FRAME_HDR_LEN];
 		struct msg_err err = {C4__ERROR_CODE__ERR_UNSPECIFIED, ""};
-		enum frame_status st;
-		C4__Envelope *env;
 		uint32_t len = 0;
-		uint8_t *body;
 
+		if (c->state == SRV_READY && srv_flow_full(c)) {
+			srv_flow_pause(c);
+			return;
+		}
 		if (handled == FRAME_PER_CALLBACK) {
 			if (avail >= FRAME_HDR_LEN)
 				event_active(c->more_ev, 0, 0);
 			return;
 		}
-		if (avail < FRAME_HDR_LEN)
+		if (avail < FRAME_HDR_LEN) {
+			srv_flow_deadline(c, avail, handled);
 			return;
+		}
 		evbuffer_copyout(in, hdr, FRAME_HDR_LEN);
-		st = frame_peek(hdr, FRAME_HDR_LEN, max, &len);
-		if (st == FRAME_TOO_BIG) {
+		if (frame_peek(hdr, FRAME_HDR_LEN, max, &len) ==
+		    FRAME_TOO_BIG) {
 			err.code = C4__ERROR_CODE__ERR_TOO_LARGE;
 			snprintf(err.text, sizeof(err.text),
 				 "frame of %u bytes above max_frame %u", len,
 				 max);
-			srv_reject(c, &err);
+			srv_conn_reject(c, &err);
 			return;
 		}
-		if (avail < FRAME_HDR_LEN + (size_t)len)
+		if (avail < FRAME_HDR_LEN + (size_t)len) {
+			srv_flow_deadline(c, avail, handled);
 			return;
-		body = evbuffer_pullup(in, (ev_ssize_t)(FRAME_HDR_LEN + len));
-		env = msg_unpack_alloc(
-			body + FRAME_HDR_LEN, len, &err,
-			c->srv->p.arena_decode ? &c->srv->pb_alloc : NULL);
-		evbuffer_drain(in, FRAME_HDR_LEN + len);
-		c->srv->stats.frames_in++;
-		c->srv->stats.bytes_in += FRAME_HDR_LEN + len;
+		}
+		if (c->state == SRV_AWAIT_HELLO && !srv_flow_hello_turn(c))
+			return;
 		handled++;
-		if (env == NULL) {
-			/* A failed decode may have left arena memory. */
-			if (c->srv->p.arena_decode)
-				arena_reset(&c->srv->decode);
-			srv_reject(c, &err);
+		if (srv_one_frame(c, in, len) < 0)
 			return;
-		}
-		if (srv_dispatch(c, env) < 0) {
-			srv_release(c->srv, env);
-			return;
-		}
-		srv_release(c->srv, env);
+		if (c->state == SRV_READY)
+			max = (uint32_t)c->srv->p.conf->max_frame;
 	}
 }
 
@@ -635,6 +676,16 @@ srv_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct srv_conn *c = arg;
 
 	(void)bev;
+	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_WRITING)) {
+		/* Its replies could not be written for idle_timeout. */
+		c->srv->stats.output_stalled++;
+		log_warnx("%s: read none of its %zu queued bytes for %lld ms; "
+			  "closing",
+			  c->peer, c->out_len,
+			  (long long)c->srv->p.conf->idle_timeout);
+		srv_conn_free(c);
+		return;
+	}
 	if (what & BEV_EVENT_TIMEOUT) {
 		c->srv->stats.idle_timeout++;
 		log_warnx("%s: silent for %lld ms; closing", c->peer,
@@ -657,13 +708,13 @@ srv_hello_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	c->srv->stats.hello_timeout++;
-	log_warnx("%s: no hello within %lld ms; closing", c->peer,
-		  (long long)c->srv->p.conf->hello_timeout);
+	srv_flow_warn(c->srv, c->src, "%s: no hello within %lld ms; closing",
+		      c->peer, (long long)c->srv->p.conf->hello_timeout);
 	srv_send_error(c, C4__ERROR_CODE__ERR_TIMEOUT, 1, 0,
 		       "no hello in time");
 }
 
-static void
+void
 srv_conn_free(struct srv_conn *c)
 {
 	struct srv *s = c->srv;
@@ -672,15 +723,57 @@ srv_conn_free(struct srv_conn *c)
 		if (s->ops.on_close != NULL && c->session_id != 0)
 			s->ops.on_close(c, s->arg);
 	}
+	if (c->session_id != 0)
+		s->nauth--;
+	if (c->paused)
+		s->npaused--;
+	srv_flow_unauth_done(c);
 	TAILQ_REMOVE(&s->conns, c, entry);
 	s->stats.conns_active--;
+	evbuffer_remove_cb(bufferevent_get_output(c->bev), srv_flow_out_cb, c);
+	s->stats.output_queued -= c->out_len;
 	bufferevent_free(c->bev);
 	event_free(c->timer);
 	event_free(c->more_ev);
+	event_free(c->frame_ev);
 	free(c->job);
 	free(c->node);
 	free(c->cred_name);
 	free(c);
+}
+
+static struct srv_conn *
+srv_conn_new(struct srv *s, evutil_socket_t fd, uint64_t src, const char *peer)
+{
+	struct srv_conn *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	c->srv = s;
+	c->src = src;
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->timer = evtimer_new(s->base, srv_hello_timeout_cb, c);
+	c->more_ev = event_new(s->base, -1, 0, srv_more_cb, c);
+	c->frame_ev = evtimer_new(s->base, srv_frame_timeout_cb, c);
+	if (c->bev == NULL || c->timer == NULL || c->more_ev == NULL ||
+	    c->frame_ev == NULL ||
+	    evbuffer_add_cb(bufferevent_get_output(c->bev), srv_flow_out_cb,
+			    c) == NULL) {
+		if (c->bev)
+			bufferevent_free(c->bev);
+		else
+			close(fd);
+		if (c->timer)
+			event_free(c->timer);
+		if (c->more_ev)
+			event_free(c->more_ev);
+		if (c->frame_ev)
+			event_free(c->frame_ev);
+		free(c);
+		return NULL;
+	}
+	return c;
 }
 
 static void
@@ -691,6 +784,7 @@ srv_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	struct srv_conn *c;
 	struct timeval hello, idle;
 	char peer[SRV_PEER_MAX];
+	uint64_t src = guard_key(sa, (socklen_t)salen);
 	int one = 1;
 
 	(void)l;
@@ -698,49 +792,31 @@ srv_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		snprintf(peer, sizeof(peer), "unix-peer");
 	else
 		net_sockaddr_format(sa, (socklen_t)salen, peer, sizeof(peer));
-	if (s->stats.conns_active >= (uint64_t)s->p.conf->max_connections) {
-		s->stats.conns_refused++;
-		log_warnx("%s: refused: %lld sessions already open", peer,
-			  (long long)s->p.conf->max_connections);
-		close(fd);
-		return;
-	}
-	c = calloc(1, sizeof(*c));
-	if (c == NULL) {
+	if (srv_flow_admit(s, src, peer) < 0) {
 		close(fd);
 		return;
 	}
 	if (sa->sa_family != AF_UNIX)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	c->srv = s;
-	memcpy(c->peer, peer, sizeof(peer));
-	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	c->timer = evtimer_new(s->base, srv_hello_timeout_cb, c);
-	c->more_ev = event_new(s->base, -1, 0, srv_more_cb, c);
-	if (c->bev == NULL || c->timer == NULL || c->more_ev == NULL) {
-		if (c->bev)
-			bufferevent_free(c->bev);
-		else
-			close(fd);
-		if (c->timer)
-			event_free(c->timer);
-		if (c->more_ev)
-			event_free(c->more_ev);
-		free(c);
+	c = srv_conn_new(s, fd, src, peer);
+	if (c == NULL) {
+		guard_done(s->guard, src);
 		return;
 	}
 	TAILQ_INSERT_TAIL(&s->conns, c, entry);
+	TAILQ_INSERT_TAIL(&s->unauth, c, uentry);
+	c->unauth = 1;
 	s->stats.conns_accepted++;
 	s->stats.conns_active++;
-	/* Read no further than one whole frame ahead of what is handled. */
+	s->stats.conns_unauth++;
+	/* Before the hello, read no more than a hello may be. */
 	bufferevent_setwatermark(c->bev, EV_READ, 0,
-				 FRAME_HDR_LEN + (size_t)s->p.conf->max_frame);
-	bufferevent_setcb(c->bev, srv_read_cb, NULL, srv_event_cb, c);
-	hello.tv_sec = s->p.conf->hello_timeout / 1000;
-	hello.tv_usec = (s->p.conf->hello_timeout % 1000) * 1000;
-	idle.tv_sec = s->p.conf->idle_timeout / 1000;
-	idle.tv_usec = (s->p.conf->idle_timeout % 1000) * 1000;
-	bufferevent_set_timeouts(c->bev, &idle, NULL);
+				 FRAME_HDR_LEN + SRV_HELLO_FRAME_MAX);
+	bufferevent_setcb(c->bev, srv_conn_read_cb, NULL, srv_event_cb, c);
+	hello = srv_flow_tv(s->p.conf->hello_timeout);
+	idle = srv_flow_tv(s->p.conf->idle_timeout);
+	/* Idle: nothing read; stalled: queued replies not taken. */
+	bufferevent_set_timeouts(c->bev, &idle, &idle);
 	evtimer_add(c->timer, &hello);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	log_debug("%s: connected", c->peer);
@@ -808,6 +884,7 @@ srv_free(struct srv *s)
 		}
 	}
 	arena_free(&s->decode);
+	guard_free(s->guard);
 	free((char *)s->p.daemon);
 	free((char *)s->p.node);
 	free((char *)s->p.job_id);
@@ -818,6 +895,12 @@ C4__Role
 srv_conn_role(const struct srv_conn *c)
 {
 	return c->role;
+}
+
+const char *
+srv_conn_cred(const struct srv_conn *c)
+{
+	return c->session_id != 0 ? c->cred_name : NULL;
 }
 
 const char *

@@ -22,9 +22,13 @@
 #include "cfg.h"
 #include "msg.h"
 
-/* Queued output per peer; above two largest frames the peer is too slow. */
-#define SRV_OUTBUF_MAX	    (2u * FRAME_HDR_LEN + 2u * FRAME_MAX_LIMIT)
 #define SRV_CLOSE_LINGER_MS 1000 /* time to flush a final Error */
+/*
+ * Largest frame read before the hello is accepted: a hello carries a
+ * token of at most AUTH_TOKEN_MAX bytes and a few names, so a stranger
+ * never makes the server buffer max_frame bytes.
+ */
+#define SRV_HELLO_FRAME_MAX (64u * 1024)
 
 /* Counters, exported by ADMIN_STATUS and (later) Prometheus. */
 #define SRV_COUNTERS(X)                                                        \
@@ -44,24 +48,55 @@
 	X(out_of_role, "messages the peer's role may not send")                \
 	X(bad_state, "messages before hello or a second hello")                \
 	X(invalid, "requests refused by the daemon")                           \
-	X(outbuf_overflow, "sessions closed for not reading their replies")    \
-	X(heartbeats, "heartbeats answered")
+	X(outbuf_overflow, "sessions closed at max_output")                    \
+	X(heartbeats, "heartbeats answered")                                   \
+	X(unauth_refused,                                                      \
+	  "connections refused: their source has max_unauthenticated_per_"     \
+	  "source waiting")                                                    \
+	X(unauth_evicted,                                                      \
+	  "connections awaiting hello closed to make room (max_"               \
+	  "unauthenticated)")                                                  \
+	X(auth_delayed,                                                        \
+	  "hellos held back after failed logins from the source")              \
+	X(auth_throttled,                                                      \
+	  "hellos refused unchecked after failed logins from the source")      \
+	X(log_suppressed, "log lines about a source left out (log_interval)")  \
+	X(frame_timeout, "sessions closed for not completing a frame in time") \
+	X(output_paused, "times a session's input paused for its output")      \
+	X(output_stalled, "sessions closed for reading nothing for idle_"      \
+			  "timeout")                                           \
+	X(output_total_overflow, "sessions closed at max_output_total")        \
+	X(revoked, "sessions closed: a reload removed or changed their "       \
+		   "credential")
 
 struct srv_stats {
 #define SRV_STAT_FIELD(n, h) uint64_t n;
 	SRV_COUNTERS(SRV_STAT_FIELD)
 #undef SRV_STAT_FIELD
-	uint64_t conns_active;
+	uint64_t conns_active;	/* all connections open now */
+	uint64_t conns_unauth;	/* of which awaiting their hello */
+	uint64_t output_queued; /* bytes queued for all peers now */
 };
 
 /* The "server:" section every daemon's configuration has. */
 struct srv_conf {
-	char *listen;	       /* TCP host:port (or unix:) for peers */
-	int64_t max_frame;     /* bytes */
-	int64_t hello_timeout; /* ms */
-	int64_t idle_timeout;  /* ms */
-	int64_t heartbeat;     /* ms, told to peers in the hello reply */
-	int64_t max_connections;
+	char *listen;		 /* TCP host:port (or unix:) for peers */
+	int64_t max_frame;	 /* bytes */
+	int64_t hello_timeout;	 /* ms */
+	int64_t idle_timeout;	 /* ms */
+	int64_t heartbeat;	 /* ms, told to peers in the hello reply */
+	int64_t max_connections; /* authenticated sessions */
+	int64_t max_unauth;	 /* connections awaiting hello, in all */
+	int64_t max_unauth_per_source;
+	int64_t frame_timeout;	  /* ms to complete a frame once begun */
+	int64_t output_low;	  /* bytes: input pauses above it */
+	int64_t max_output;	  /* bytes queued for one session */
+	int64_t max_output_total; /* bytes queued for all sessions */
+	int64_t auth_fail_free;	  /* failed hellos per source before delays */
+	int64_t auth_fail_delay;  /* ms, doubling per further failure */
+	int64_t auth_fail_delay_max; /* ms */
+	int64_t auth_fail_forget;    /* ms */
+	int64_t log_interval;	     /* ms between lines about one source */
 };
 
 extern const struct cfg_schema srv_conf_schema;
@@ -128,9 +163,13 @@ int srv_listen(struct srv *s, const char *addr, unsigned mode, char *bound,
 /*
  * Points the server at a reloaded configuration: limits and credentials
  * apply to new sessions and new frames at once; listeners stay as they are.
+ * A session whose credential the new list no longer has, or has with
+ * another token or without the session's role or job, is closed with an
+ * ERR_AUTH error (counted in revoked; one log line per reload).  Returns
+ * how many sessions it closed.
  */
-void srv_set_conf(struct srv *s, const struct srv_conf *conf,
-		  const struct cfg_list *creds);
+size_t srv_set_conf(struct srv *s, const struct srv_conf *conf,
+		    const struct cfg_list *creds);
 /* Closes every connection and listener and frees s. */
 void srv_free(struct srv *s);
 
@@ -164,6 +203,8 @@ void srv_conn_close(struct srv_conn *c, const char *why);
  * and are freed with it; callers copy what they keep past on_close.
  */
 C4__Role srv_conn_role(const struct srv_conn *c);
+/* The name of the credential the session logged in with, or NULL. */
+const char *srv_conn_cred(const struct srv_conn *c);
 const char *srv_conn_job(const struct srv_conn *c);
 const char *srv_conn_node(const struct srv_conn *c);
 /*

@@ -2,6 +2,7 @@
  * msg.c - envelope construction, framing and validation of every message.
  */
 #include "msg.h"
+#include "sketch.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,6 +77,7 @@ msg_sketch(const C4__DurationStats *d, const char *what, struct msg_err *err)
 				"%s: min above max", what);
 	if (d->sketch != NULL) {
 		const C4__QuantileSketch *s = d->sketch;
+		int32_t imax;
 
 		if (s->n_index != s->n_count)
 			return msg_fail(err, C4__ERROR_CODE__ERR_INVALID,
@@ -92,6 +94,14 @@ msg_sketch(const C4__DurationStats *d, const char *what, struct msg_err *err)
 					"%s: sketch accuracy must be 1..999999 "
 					"ppm",
 					what);
+		imax = sketch_index_max(s->relative_accuracy_ppm);
+		for (size_t i = 0; i < s->n_index; i++)
+			if (s->index[i] < 0 || s->index[i] > imax)
+				return msg_fail(err,
+						C4__ERROR_CODE__ERR_INVALID,
+						"%s: sketch bucket index %d "
+						"out of range",
+						what, (int)s->index[i]);
 	}
 	return 0;
 }

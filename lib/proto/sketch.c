@@ -49,6 +49,18 @@ sketch_bucket(const struct sketch *s, uint64_t v)
 	return (int32_t)floor(log((double)v) / s->log_gamma);
 }
 
+int32_t
+sketch_index_max(uint32_t accuracy_ppm)
+{
+	double lg;
+
+	if (accuracy_ppm == 0 || accuracy_ppm >= 1000000u)
+		return -1;
+	lg = log1p(2.0 * accuracy_ppm / 1e6);
+	/* At 1 ppm this is about 2.2e7, far inside int32_t. */
+	return (int32_t)ceil(64.0 * M_LN2 / lg);
+}
+
 /* Position of index i in s (or where it would be inserted). */
 static size_t
 sketch_find(const struct sketch *s, int32_t i)
@@ -171,7 +183,8 @@ sketch_merge(struct sketch *dst, const struct sketch *src)
 static double
 sketch_value(int32_t index, double log_gamma, double gamma)
 {
-	return 2.0 * exp((index + 1) * log_gamma) / (gamma + 1.0);
+	/* In double: index + 1 must not overflow int32_t. */
+	return 2.0 * exp(((double)index + 1.0) * log_gamma) / (gamma + 1.0);
 }
 
 struct sketch_pair {

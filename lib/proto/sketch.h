@@ -81,6 +81,13 @@ double sketch_excess(const struct sketch *s, double cap);
 
 /* Index of the bucket v (> 0) falls in. */
 int32_t sketch_bucket(const struct sketch *s, uint64_t v);
+/*
+ * The highest bucket index a value of 64 bits can fall in at accuracy_ppm
+ * (1..999999); the lowest is 0, the bucket of 1 ns.  A received sketch
+ * with an index outside [0, sketch_index_max()] is not one a sketch
+ * wrote.  -1 for an accuracy out of range.  Changes nothing.
+ */
+int32_t sketch_index_max(uint32_t accuracy_ppm);
 
 /*
  * Fills a DurationStats (and its QuantileSketch, which must be zeroed

@@ -77,11 +77,51 @@ START_TEST(test_request_renew_release)
 }
 END_TEST
 
-START_TEST(test_unknown_nic_and_expiry)
+/*
+ * An agent session without a job and without a credential that names the
+ * job may neither ask for nor release that job's paths (it once could
+ * read and release any job's allocations).
+ */
+START_TEST(test_jobless_agent_refused)
 {
 	struct tc4p *x = tc4p_new();
 	struct c4p_sess s;
 	struct api_from from = {&s, NULL, C4__ROLE__ROLE_AGENT};
+	C4__PathRequest rq = C4__PATH_REQUEST__INIT;
+	C4__PathRelease rl = C4__PATH_RELEASE__INIT;
+	C4__Envelope env = C4__ENVELOPE__INIT;
+	struct msg_err err = {0, ""};
+	C4__PathReply *a;
+
+	tc4p_sess_init(&s);
+	rq.job_id = "j";
+	rq.request_id = "r";
+	rq.src_nic = "h0/nic0";
+	rq.dst_nic = "h2/nic1";
+	rq.qp_count = 1;
+	env.type = C4__MSG_TYPE__MSG_PATH_REQUEST;
+	env.path_request = &rq;
+	ck_assert_int_eq(api_handle(&x->p, &from, &env, &err), 0);
+	tc4p_settle(x);
+	a = tc4p_reply(x, 0);
+	ck_assert_int_eq(a->error, C4__ERROR_CODE__ERR_AUTH);
+	c4__path_reply__free_unpacked(a, NULL);
+	rl.job_id = "j";
+	rl.has_all_of_job = 1;
+	rl.all_of_job = 1;
+	env.type = C4__MSG_TYPE__MSG_PATH_RELEASE;
+	env.path_release = &rl;
+	ck_assert_int_eq(api_handle(&x->p, &from, &env, &err), -1);
+	ck_assert_int_eq(err.code, C4__ERROR_CODE__ERR_AUTH);
+	tc4p_free(x);
+}
+END_TEST
+
+START_TEST(test_unknown_nic_and_expiry)
+{
+	struct tc4p *x = tc4p_new();
+	struct c4p_sess s;
+	struct api_from from = {&s, "j", C4__ROLE__ROLE_CCL_CLIENT};
 	C4__PathRequest rq = C4__PATH_REQUEST__INIT;
 	C4__Envelope env = C4__ENVELOPE__INIT;
 	struct msg_err err = {0, ""};
@@ -102,7 +142,7 @@ START_TEST(test_unknown_nic_and_expiry)
 	ck_assert_int_eq(a->error, C4__ERROR_CODE__ERR_INVALID);
 	ck_assert_ptr_nonnull(strstr(a->error_text, "unknown NIC"));
 	c4__path_reply__free_unpacked(a, NULL);
-	/* an agent acts for any job; a lapsed lease lets the QPs go */
+	/* a lapsed lease lets the QPs go */
 	rq.src_nic = "h0/nic0";
 	x->conf.lease = 1000;
 	ck_assert_int_eq(api_handle(&x->p, &from, &env, &err), 0);
@@ -118,4 +158,5 @@ START_TEST(test_unknown_nic_and_expiry)
 }
 END_TEST
 
-TMAIN("c4p-api", test_request_renew_release, test_unknown_nic_and_expiry)
+TMAIN("c4p-api", test_request_renew_release, test_unknown_nic_and_expiry,
+      test_jobless_agent_refused)

@@ -183,6 +183,15 @@ START_TEST(test_telemetry)
 		       "transfer_time: sketch accuracy must be 1..999999 ppm");
 	q.has_relative_accuracy_ppm = 1;
 	q.relative_accuracy_ppm = 10000;
+	/* Indexes no 64-bit value reaches (the sketch_value overflow). */
+	idx[0] = INT32_MAX;
+	expect_invalid(C4__MSG_TYPE__MSG_TELEMETRY, &m,
+		       "transfer_time: sketch bucket index 2147483647 out of "
+		       "range");
+	idx[0] = -1;
+	expect_invalid(C4__MSG_TYPE__MSG_TELEMETRY, &m,
+		       "transfer_time: sketch bucket index -1 out of range");
+	idx[0] = 10;
 	{
 		C4__Envelope env, *out;
 		struct msg_err err;

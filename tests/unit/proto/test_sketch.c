@@ -139,6 +139,41 @@ START_TEST(test_bucket_formula)
 }
 END_TEST
 
+/* Every bucket a 64-bit value falls in is inside [0, sketch_index_max]. */
+START_TEST(test_index_max)
+{
+	static const uint32_t ppm[] = {1, SKETCH_ACCURACY_MIN, 10000,
+				       SKETCH_ACCURACY_MAX, 999999};
+	C4__DurationStats d = C4__DURATION_STATS__INIT;
+	C4__QuantileSketch q = C4__QUANTILE_SKETCH__INIT;
+	int32_t idx = INT32_MAX;
+	uint64_t cnt = 1;
+	double qs = 0.5, out;
+
+	for (size_t i = 0; i < sizeof(ppm) / sizeof(ppm[0]); i++) {
+		struct sketch s;
+
+		memset(&s, 0, sizeof(s));
+		s.accuracy_ppm = ppm[i];
+		s.log_gamma = log1p(2.0 * ppm[i] / 1e6);
+		ck_assert_int_ge(sketch_index_max(ppm[i]),
+				 sketch_bucket(&s, UINT64_MAX));
+		ck_assert_int_gt(sketch_index_max(ppm[i]), 0);
+	}
+	ck_assert_int_eq(sketch_index_max(0), -1);
+	ck_assert_int_eq(sketch_index_max(1000000), -1);
+	/* The highest index once overflowed (index + 1) in int32_t. */
+	q.n_index = q.n_count = 1;
+	q.index = &idx;
+	q.count = &cnt;
+	q.has_relative_accuracy_ppm = 1;
+	q.relative_accuracy_ppm = 10000;
+	d.sketch = &q;
+	ck_assert_int_eq(sketch_pb_quantiles(&d, &qs, 1, &out), 0);
+	ck_assert(out > 0);
+}
+END_TEST
+
 START_TEST(test_merge_equals_add)
 {
 	struct sketch a, b, all;
@@ -328,6 +363,7 @@ sketch_suite(void)
 	tcase_add_test(tc, test_accuracy_distributions);
 	tcase_add_test(tc, test_zeros_and_empty);
 	tcase_add_test(tc, test_bucket_formula);
+	tcase_add_test(tc, test_index_max);
 	tcase_add_test(tc, test_merge_equals_add);
 	tcase_add_test(tc, test_bucket_cap);
 	tcase_add_test(tc, test_pb_excess);
