@@ -522,15 +522,68 @@ START_TEST(test_reload)
 }
 END_TEST
 
-/* -n on the shipped examples, and on a broken file with every error. */
+/*
+ * Copy the shipped configuration name (conf/NAME.yaml) to dir with its
+ * /etc/c4/ paths pointing into dir, the token files it names created
+ * there (0600), the socket's group this process's (the packages create
+ * group c4) and a relative topology made absolute; path gets the copy.
+ */
+static void
+shipped_conf(const char *name, const char *dir, char *path, size_t len)
+{
+	static const char *const tokens[] = {"agent", "ccl", "ctl"};
+	const char *src = getenv("C4_SOURCE_ROOT");
+	char in[PATH_MAX], line[1024], tok[PATH_MAX];
+	const struct group *gr = getgrgid(getgid()); /* packages make 'c4' */
+	FILE *fi, *fo;
+
+	snprintf(in, sizeof(in), "%s/conf/%s.yaml", src ? src : ".", name);
+	snprintf(path, len, "%s/%s.yaml", dir, name);
+	for (size_t i = 0; i < sizeof(tokens) / sizeof(tokens[0]); i++) {
+		snprintf(tok, sizeof(tok), "%s/%s.token", dir, tokens[i]);
+		fo = fopen(tok, "w");
+		ck_assert_ptr_nonnull(fo);
+		fprintf(fo, "shipped-config-%s-token-0123456789\n", tokens[i]);
+		fclose(fo);
+		ck_assert_int_eq(chmod(tok, 0600), 0);
+	}
+	fi = fopen(in, "r");
+	fo = fopen(path, "w");
+	ck_assert_ptr_nonnull(fi);
+	ck_assert_ptr_nonnull(fo);
+	while (fgets(line, sizeof(line), fi) != NULL) {
+		char *at = strstr(line, "/etc/c4/");
+		const char *hash = strchr(line, '#');
+
+		if (at != NULL && (hash == NULL || hash > at))
+			fprintf(fo, "%.*s%s/%s", (int)(at - line), line, dir,
+				at + strlen("/etc/c4/"));
+		else if (strncmp(line, "  group: ", 9) == 0 && gr != NULL)
+			fprintf(fo, "  group: %s\n", gr->gr_name);
+		else if (strncmp(line, "topology: ", 10) == 0)
+			fprintf(fo, "topology: %s/conf/%s", src ? src : ".",
+				line + 10);
+		else
+			fputs(line, fo);
+	}
+	fclose(fi);
+	fclose(fo);
+}
+
+/*
+ * -n on the shipped examples (with the token files they name), and on a
+ * broken file with every error.
+ */
 START_TEST(test_check_config)
 {
 	static const char *const names[] = {"c4d-master", "c4p-master",
 					    "c4a-agent"};
 	char out[8192], err[8192], bin[256], conf[PATH_MAX], want[8192];
-	const char *src = getenv("C4_SOURCE_ROOT");
+	char dir[] = "/tmp/c4-shipped-XXXXXX";
 	FILE *fp;
 	size_t n;
+
+	ck_assert_ptr_nonnull(th_mkdtemp(dir));
 
 	for (int i = 0; i < 3; i++) {
 		char *argv[] = {bin, (char *)"-n", (char *)"-f", conf, NULL};
@@ -541,10 +594,10 @@ START_TEST(test_check_config)
 				: names[i][2] == 'd'
 					? "daemons/c4d-master/c4d-master"
 					: "daemons/c4p-master/c4p-master"));
-		snprintf(conf, sizeof(conf), "%s/conf/%s.yaml", src, names[i]);
-		ck_assert_int_eq(th_run(argv, out, sizeof(out), err,
-					sizeof(err), TIMEOUT_MS),
-				 0);
+		shipped_conf(names[i], dir, conf, sizeof(conf));
+		ck_assert_msg(th_run(argv, out, sizeof(out), err, sizeof(err),
+				     TIMEOUT_MS) == 0,
+			      "%s: %s", names[i], err);
 		ck_assert_str_eq(out, "configuration OK\n");
 	}
 	{
