@@ -104,6 +104,9 @@ struct probes;
 	X(reassign_sent, "PathReassign messages sent to holders")              \
 	X(reassign_orphaned, "moved requests whose holder session is gone")    \
 	X(link_changes, "link health changes applied")                         \
+	X(recheck_moves, "QPs placed again: the catalog changed their path")   \
+	X(port_confirms, "QP ports confirmed by their holder")                 \
+	X(port_disagreements, "holder reports of a port not allocated")        \
 	X(qp_load_updates, "QP load updates received")                         \
 	X(qp_load_qps, "QP load entries received")                             \
 	X(probe_results, "probe results received")                             \

@@ -67,6 +67,8 @@ link_reassign_request(struct c4p *p, const struct alloc_change *ch,
 		reply_assignment(p->topo, pa, c->index, c->new_sport,
 				 p->topo->ports[c->new_path.src_port].side,
 				 &c->new_path);
+		reply_fallback(pa, c->fallback,
+			       c->fallback ? c->new_side ^ 1 : c->new_side);
 		m->paths[k++] = pa;
 	}
 	m->n_paths = k;
