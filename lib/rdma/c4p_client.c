@@ -134,6 +134,44 @@ c4p_client_release(struct c4p_client *c, const char *request_id)
 }
 
 int
+c4p_client_confirm(struct c4p_client *c, const char *request_id,
+		   const struct c4p_client_port *ports, size_t n)
+{
+	C4__QpLoadUpdate u = C4__QP_LOAD_UPDATE__INIT;
+	C4__QpLoad *v, **pv;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	v = calloc(n, sizeof(*v));
+	pv = calloc(n, sizeof(*pv));
+	if (v == NULL || pv == NULL) {
+		free(v);
+		free(pv);
+		snprintf(c->err, sizeof(c->err), "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		c4__qp_load__init(&v[i]);
+		v[i].request_id = (char *)request_id;
+		v[i].has_udp_sport = 1;
+		v[i].udp_sport = ports[i].sport;
+		v[i].has_qp_index = 1;
+		v[i].qp_index = ports[i].qp_index;
+		pv[i] = &v[i];
+	}
+	u.job_id = c->job;
+	u.qps = pv;
+	u.n_qps = n;
+	rc = cli_send(&c->cli, C4__MSG_TYPE__MSG_QP_LOAD, &u, NULL);
+	if (rc < 0)
+		snprintf(c->err, sizeof(c->err), "%s", c->cli.err);
+	free(v);
+	free(pv);
+	return rc < 0 ? -1 : 0;
+}
+
+int
 c4p_client_poll(struct c4p_client *c, const char *request_id,
 		struct c4p_client_port *ports, size_t n, int timeout_ms)
 {
@@ -152,6 +190,8 @@ c4p_client_poll(struct c4p_client *c, const char *request_id,
 		    (request_id == NULL ||
 		     strcmp(env->path_reassign->request_id, request_id) == 0)) {
 			const C4__PathReassign *m = env->path_reassign;
+			struct c4p_client_port *done =
+				calloc(m->n_paths + 1, sizeof(*done));
 
 			changed = 0;
 			for (size_t i = 0; i < m->n_paths; i++)
@@ -159,8 +199,18 @@ c4p_client_poll(struct c4p_client *c, const char *request_id,
 					c4p_client_port_set(
 						&ports[m->paths[i]->qp_index],
 						m->paths[i]);
+					if (done != NULL)
+						done[changed] = ports
+							[m->paths[i]->qp_index];
 					changed++;
 				}
+			/* the ports in use now: the master's confirmation (a
+			 * session that fails here fails the next call too;
+			 * without it the next renewal confirms them) */
+			if (done != NULL)
+				(void)c4p_client_confirm(c, m->request_id, done,
+							 (size_t)changed);
+			free(done);
 			msg_free(env);
 			break;
 		}
