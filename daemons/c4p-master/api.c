@@ -524,6 +524,10 @@ api_probe_result(struct c4p *p, struct c4p_sess *sess, const C4__ProbeResult *r,
 	char e[256];
 
 	p->st.probe_results++;
+	/* an agent reports a task it could not run (no sockets, or its
+	 * deadline passed) as a result without paths */
+	if (r->n_paths == 0)
+		p->st.probe_tasks_failed++;
 	/* An answer to a task of the running round. */
 	if (probes_result(p->probes, sess, r) == 0)
 		return 0;

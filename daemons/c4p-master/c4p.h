@@ -113,6 +113,7 @@ struct probes;
 	X(probe_rounds, "probe rounds started")                                \
 	X(probe_tasks, "probe tasks sent to agents")                           \
 	X(probe_tasks_lost, "probe tasks without a result by the deadline")    \
+	X(probe_tasks_failed, "probe results without paths (agent failed)")    \
 	X(probe_no_agent, "probe tasks not sent: no agent on the host")        \
 	X(probe_packets, "probe packets agents reported sent (TTL 1)")         \
 	X(probe_unresolved, "probed ports whose hops fit no path")             \
