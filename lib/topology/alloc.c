@@ -261,6 +261,49 @@ alloc_reserve_free(struct alloc *a, size_t nqps, size_t nreqs)
 	return 0;
 }
 
+/*
+ * A request id asked again (slot s): the same job and QPs renew its lease
+ * to expires and answer the current ports, which counts as the holder
+ * learning them (confirmed); anything else is -EEXIST.
+ */
+static int
+alloc_retry(struct alloc *a, uint32_t s, const char *req_id, uint64_t job,
+	    uint64_t expires, const struct alloc_qp_req *qps, size_t n,
+	    struct alloc_qp_res *out, char *err, size_t errlen)
+{
+	struct alloc_req *r = &a->rq[s];
+	uint32_t i;
+
+	if (r->job != job || r->nqp != n) {
+		errbuf_set(err, errlen,
+			   "request id %s in use by job %llu with %u QPs",
+			   req_id, (unsigned long long)r->job, r->nqp);
+		return -EEXIST;
+	}
+	/* a retry must ask for the same QPs, else it is a new request
+	 * under a reused id */
+	for (i = 0; i < n; i++) {
+		const struct alloc_qp_req *o = &a->qp[r->qps[i]].rq;
+
+		if (o->sip != qps[i].sip || o->dip != qps[i].dip ||
+		    o->side != qps[i].side ||
+		    place_weight(o) != place_weight(&qps[i])) {
+			errbuf_set(
+				err, errlen,
+				"request id %s: QP %u differs from the first "
+				"request",
+				req_id, i);
+			return -EEXIST;
+		}
+	}
+	r->expires = expires;
+	for (i = 0; i < n; i++) {
+		a->qp[r->qps[i]].conf_sport = a->qp[r->qps[i]].sport;
+		alloc_res(&a->qp[r->qps[i]], &out[i]);
+	}
+	return 0;
+}
+
 int
 alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 	      uint32_t lease_s, const struct alloc_qp_req *qps, size_t n,
@@ -282,38 +325,9 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 		return -EINVAL;
 	}
 	s = alloc_rq_find(a, req_id);
-	if (s != TMAP_EMPTY) {
-		r = &a->rq[s];
-		if (r->job != job || r->nqp != n) {
-			errbuf_set(
-				err, errlen,
-				"request id %s in use by job %llu with %u QPs",
-				req_id, (unsigned long long)r->job, r->nqp);
-			return -EEXIST;
-		}
-		/* a retry must ask for the same QPs, else it is a new request
-		 * under a reused id */
-		for (i = 0; i < n; i++) {
-			const struct alloc_qp_req *o = &a->qp[r->qps[i]].rq;
-
-			if (o->sip != qps[i].sip || o->dip != qps[i].dip ||
-			    o->side != qps[i].side ||
-			    place_weight(o) != place_weight(&qps[i])) {
-				errbuf_set(err, errlen,
-					   "request id %s: QP %u differs from "
-					   "the first request",
-					   req_id, i);
-				return -EEXIST;
-			}
-		}
-		r->expires = now + lease_s;
-		/* the answer tells the holder the current ports */
-		for (i = 0; i < n; i++) {
-			a->qp[r->qps[i]].conf_sport = a->qp[r->qps[i]].sport;
-			alloc_res(&a->qp[r->qps[i]], &out[i]);
-		}
-		return 0;
-	}
+	if (s != TMAP_EMPTY)
+		return alloc_retry(a, s, req_id, job, now + lease_s, qps, n,
+				   out, err, errlen);
 	for (i = 0; i < n; i++) {
 		if (qps[i].weight > ALLOC_MAX_WEIGHT) {
 			errbuf_set(err, errlen, "QP %u: weight over %u", i,

@@ -405,9 +405,14 @@ blast_apply(struct blast_flow *fl, const struct c4p_client_port *p, size_t n,
 		uint16_t old = fl[i].sport;
 
 		if (p[i].sport == 0 ||
-		    (p[i].sport == old && strcmp(p[i].spine, fl[i].spine) == 0))
+		    (p[i].sport == old &&
+		     strcmp(p[i].spine, fl[i].spine) == 0 &&
+		     (p[i].side == 0 || p[i].side == fl[i].side)))
 			continue;
 		fl[i].sport = p[i].sport;
+		/* a bond failover sends from the other port */
+		if (p[i].side == 1 || p[i].side == 2)
+			fl[i].side = p[i].side;
 		snprintf(fl[i].spine, sizeof(fl[i].spine), "%s", p[i].spine);
 		if (log)
 			blast_flow_log("reassign", &fl[i], (uint32_t)i, old);
@@ -438,6 +443,9 @@ blast_c4p_drain(struct c4p_client *c, const struct blast_send_opts *o,
 
 				if (strcmp(m->request_id, o->dsts[d].id) != 0)
 					continue;
+				struct c4p_client_port done[BLAST_MAX_FLOWS];
+				size_t nd = 0;
+
 				memset(pt, 0, sizeof(pt));
 				for (size_t k = 0; k < m->n_paths; k++) {
 					const C4__PathAssignment *a =
@@ -447,12 +455,22 @@ blast_c4p_drain(struct c4p_client *c, const struct blast_send_opts *o,
 						continue;
 					pt[a->qp_index].sport =
 						(uint16_t)a->udp_sport;
+					pt[a->qp_index].side =
+						a->side == C4__PORT_SIDE__SIDE_LEFT
+							? 1
+							: 2;
+					pt[a->qp_index].qp_index = a->qp_index;
+					done[nd++] = pt[a->qp_index];
 					snprintf(pt[a->qp_index].spine,
 						 sizeof(pt[0].spine), "%s",
 						 a->spine ? a->spine : "");
 				}
 				blast_apply(fl + first[d], pt, o->dsts[d].qps,
 					    1);
+				/* the ports in use now: the master's record */
+				if (c4p_client_confirm(c, o->dsts[d].id, done,
+						       nd) < 0)
+					return -1;
 			}
 		}
 		msg_free(env);

@@ -756,6 +756,20 @@ leaf_cables(const struct topo *t, uint32_t l, uint32_t from, uint32_t to,
 	return n;
 }
 
+/* A bonded 4-spine fabric with request id: 8 QPs h0/nic0 -> h2/nic0. */
+static void
+fx_eight(struct fx *f, const char *id, struct alloc_qp_res *r)
+{
+	struct alloc_qp_req q[8];
+	char err[TOPO_ERR_MAX];
+
+	fx_init(f, 4, 1, true);
+	qps(q, 8, 0, 0, 2, 0, true);
+	ck_assert_int_eq(
+		alloc_request(f->a, id, 1, 0, 60, q, 8, r, err, sizeof(err)),
+		0);
+}
+
 /*
  * A whole side down (every uplink of the left leaf): no QP is stranded,
  * the left QPs fail over to the right ports, and return when the side
@@ -764,7 +778,6 @@ leaf_cables(const struct topo *t, uint32_t l, uint32_t from, uint32_t to,
 START_TEST(test_fallback_and_return)
 {
 	struct fx f;
-	struct alloc_qp_req q[8];
 	struct alloc_qp_res r[8];
 	struct alloc_change *ch;
 	struct alloc_stats st;
@@ -773,11 +786,7 @@ START_TEST(test_fallback_and_return)
 	bool up[16];
 	size_t nch, n, i;
 
-	fx_init(&f, 4, 1, true);
-	qps(q, 8, 0, 0, 2, 0, true);
-	ck_assert_int_eq(
-		alloc_request(f.a, "f", 1, 0, 60, q, 8, r, err, sizeof(err)),
-		0);
+	fx_eight(&f, "f", r);
 	n = leaf_cables(f.t, 0, 0, 4, v, up, false);
 	ck_assert_int_eq(alloc_links_set(f.a, v, up, n, &ch, &nch), 0);
 	ck_assert_uint_eq(nch, 4); /* the left QPs, once each */
@@ -844,19 +853,13 @@ END_TEST
 START_TEST(test_batch_ordering)
 {
 	struct fx f;
-	struct alloc_qp_req q[8];
 	struct alloc_qp_res r[8];
 	struct alloc_change *ch;
-	char err[TOPO_ERR_MAX];
 	uint32_t v[16];
 	bool up[16];
 	size_t nch, n, i, j;
 
-	fx_init(&f, 4, 1, true);
-	qps(q, 8, 0, 0, 2, 0, true);
-	ck_assert_int_eq(
-		alloc_request(f.a, "b", 1, 0, 60, q, 8, r, err, sizeof(err)),
-		0);
+	fx_eight(&f, "b", r);
 	n = leaf_cables(f.t, 0, 0, 3, v, up, false);
 	ck_assert_int_eq(alloc_links_set(f.a, v, up, n, &ch, &nch), 0);
 	ck_assert_uint_eq(nch, 3); /* left QPs on spines 0-2, once each */
