@@ -363,6 +363,57 @@ START_TEST(test_plane_failure_falls_back)
 }
 END_TEST
 
+/*
+ * A probe result says the port a QP holds now takes another spine (the
+ * switches rehashed): the master places the QP again at once and tells
+ * its holder, which confirms; nothing stays pending.
+ */
+START_TEST(test_catalog_change_replaces_qp)
+{
+	struct th_daemon d;
+	struct c4p_client a, ag;
+	struct c4p_client_req r = {"rh/0", "host0/nic0", "host5/nic0", 1, 1};
+	struct c4p_client_port p[1], before[1];
+	C4__ProbeResult pr = C4__PROBE_RESULT__INIT;
+	C4__ProbePath pp = C4__PROBE_PATH__INIT, *ppv[1] = {&pp};
+	char conf[2048], spine[16];
+
+	conf_text(conf, sizeof(conf), NULL);
+	ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
+	client(&a, &d, "job-h");
+	ck_assert_int_eq(c4p_client_request(&a, &r, 1, p, NULL), 0);
+	before[0] = p[0];
+	ck_assert_int_eq(c4p_client_connect(&ag, d.tcp, CCL_TOKEN, NULL,
+					    C4__ROLE__ROLE_AGENT, TIMEOUT_MS),
+			 0);
+	/* the QP's port now crosses another spine */
+	snprintf(spine, sizeof(spine), "spine%d",
+		 (atoi(p[0].spine + 5) + 1) % 8);
+	pr.has_task_id = 1;
+	pr.task_id = 1;
+	pr.src_ip = (char *)"10.0.0.1";
+	pr.dst_ip = (char *)"10.0.5.1";
+	pp.has_sport = 1;
+	pp.sport = p[0].sport;
+	pp.src_leaf = (char *)"leaf0";
+	pp.spine = spine;
+	pp.dst_leaf = (char *)"leaf2";
+	pr.paths = ppv;
+	pr.n_paths = 1;
+	ck_assert_int_eq(
+		cli_send(&ag.cli, C4__MSG_TYPE__MSG_PROBE_RESULT, &pr, NULL),
+		0);
+	ck_assert_int_eq(c4p_client_poll(&a, "rh/0", p, 1, TIMEOUT_MS), 1);
+	ck_assert(p[0].sport != before[0].sport ||
+		  strcmp(p[0].spine, before[0].spine) != 0);
+	ck_assert_int_ge(counter(&d, "recheck_moves"), 1);
+	ports_agree(&d, p, 1, 1);
+	c4p_client_close(&ag);
+	c4p_client_close(&a);
+	ck_assert_int_eq(th_stop(&d), 0);
+}
+END_TEST
+
 /* Request i of the stream: NIC pairs across the fabric, both sides. */
 static void
 stream_req(struct c4p_client_req *r, char *id, size_t idlen, char *s, char *dd,
@@ -896,6 +947,7 @@ c4p_suite(void)
 	tcase_add_test(tc, test_alloc_retry_release_and_bad_requests);
 	tcase_add_test(tc, test_link_down_reassigns_holder);
 	tcase_add_test(tc, test_plane_failure_falls_back);
+	tcase_add_test(tc, test_catalog_change_replaces_qp);
 	tcase_add_test(tc, test_kill9_restart_recovers);
 	tcase_add_test(tc, test_store_inline_and_writer_commits);
 	tcase_add_test(tc, test_store_checkpoint_while_loop_commits);
