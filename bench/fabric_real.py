@@ -522,7 +522,11 @@ credentials:
                 sport = min(later, key=lambda e: e["t_ms"])["old_sport"]
             q = snap.get(k)
             n += 1
-            if q is None or q["sport"] != sport:
+            # a pending move is in flight: the holder may still send
+            # from the port it confirmed, or already from the new one
+            ok = q is not None and (q["sport"] == sport or (
+                q.get("pending") and q.get("confirmed_sport") == sport))
+            if not ok:
                 dis += 1
                 log(f"  port disagreement {k}: master "
                     f"{q and q['sport']} holder {sport}")
@@ -587,7 +591,7 @@ credentials:
                           timeout=rounds)
         self.settle(sfx, rounds)
         before = self.leaf_stats()
-        time.sleep(3.0)
+        time.sleep(5.0)
         after = self.leaf_stats()
         snap, t_snap = self.master_ports(), time.time()
         shown = self.ctl_balance()

@@ -23,7 +23,11 @@ link_cmp_change(const void *x, const void *y)
 
 	if (c != 0)
 		return c;
-	return a->index < b->index ? -1 : a->index > b->index;
+	if (a->index != b->index)
+		return a->index < b->index ? -1 : 1;
+	/* one QP moved twice (placed, then rebalanced): the holder applies
+	 * a message's entries in order, so the later change comes last */
+	return a < b ? -1 : a > b;
 }
 
 /* Queues one PathReassign for the changes ix[0..n) of one request. */

@@ -3,6 +3,7 @@
  */
 #include "c4p_client.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,7 @@ c4p_client_poll(struct c4p_client *c, const char *request_id,
 			const C4__PathReassign *m = env->path_reassign;
 			struct c4p_client_port *done =
 				calloc(m->n_paths + 1, sizeof(*done));
+			size_t nd = 0;
 
 			changed = 0;
 			for (size_t i = 0; i < m->n_paths; i++)
@@ -199,17 +201,26 @@ c4p_client_poll(struct c4p_client *c, const char *request_id,
 					c4p_client_port_set(
 						&ports[m->paths[i]->qp_index],
 						m->paths[i]);
-					if (done != NULL)
-						done[changed] = ports
-							[m->paths[i]->qp_index];
 					changed++;
 				}
-			/* the ports in use now: the master's confirmation (a
-			 * session that fails here fails the next call too;
-			 * without it the next renewal confirms them) */
+			/* the ports in use now, each QP once (a QP moved twice
+			 * in one message ends on its last entry): the master's
+			 * confirmation */
+			for (size_t i = 0; done != NULL && i < m->n_paths;
+			     i++) {
+				uint32_t q = m->paths[i]->qp_index;
+				bool seen = false;
+
+				for (size_t k = 0; k < nd; k++)
+					seen |= done[k].qp_index == q;
+				if (q < n && !seen)
+					done[nd++] = ports[q];
+			}
+			/* a session that fails here fails the next call too;
+			 * without it the next renewal confirms them */
 			if (done != NULL)
 				(void)c4p_client_confirm(c, m->request_id, done,
-							 (size_t)changed);
+							 nd);
 			free(done);
 			msg_free(env);
 			break;
