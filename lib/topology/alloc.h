@@ -3,7 +3,9 @@
  *
  * For a QP from NIC a to NIC b the allocator picks, among the catalog's
  * paths for (a's IP, b's IP, side):
- *   - same-side paths only (left->left, right->right);
+ *   - same-side paths (left->left, right->right) of the QP's own side;
+ *     when that side has none healthy and the NICs are bonded, those of
+ *     the other side (the bond's failover, "fallback");
  *   - paths whose ports and cables are all healthy;
  *   - the path whose most-loaded cable, after adding this QP, is least
  *     loaded (load = sum of QP weights per cable direction, divided by the
@@ -117,7 +119,7 @@ void alloc_free(struct alloc *a);
 /*
  * Allocates the n QPs of request req_id for job, lease until now + lease_s.
  * out[i] answers qps[i]. Returns 0; -EINVAL (bad argument, cross-side
- * request), -ENOENT (no catalog entry or no healthy same-side path),
+ * request), -ENOENT (no catalog entry or no healthy path on either side),
  * -EEXIST (req_id in use by another job, or with other QPs), -ENOMEM;
  * on error nothing is allocated and err says why. A known req_id asked
  * with the same QPs renews its lease and returns the current answer.
