@@ -13,7 +13,14 @@ alone in a burst and the cables its bytes crossed are compared with the
 path the master claimed (catalog agreement).  Then, during allocated
 traffic, a leaf-spine cable goes down, and later another becomes lossy:
 seconds to the master's PathReassign (logged by c4blast) and to recovered
-aggregate throughput.
+aggregate throughput.  After each failure phase the master's ports (c4ctl
+alloc) are compared with the ones the holders (c4blast) send from, QP by
+QP.  A recovery phase takes a cable down and back up under one long run of
+allocated traffic and compares, per side (the cables of the even leaves,
+left ports, and of the odd leaves), the load the leaf counters measured
+after the recovery with what c4ctl links shows.  A plane failure takes both
+left leaves down (c4fabric switch down): every left QP must fail over to
+its right port (none stranded) and come back after the leaves return.
 
 stdout carries only 'metric NAME VALUE UNIT' lines; progress goes to
 stderr.  --check asserts the acceptance rules and exits 1 if one fails.
@@ -227,6 +234,9 @@ class Run:
 topology: {self.topo}
 state_dir: '{self.tmp}/master'
 hash_seed: -1
+# holders renew at a third of the lease: that keeps a long run's session
+# from going silent past the server's idle limit
+lease: 60s
 probe:
   interval: {self.a.interval}ms
   full_mesh: true
@@ -478,6 +488,176 @@ credentials:
             prt[2 * d + (0 if f["side"] == "left" else 1)] += 1
         return list(up.values()) + list(down.values()), list(prt.values())
 
+    # ------------------------------------------------------------ port truth
+    def job_of(self, s):
+        return next(job for job, ring in JOBS.items() if s in ring)
+
+    def master_ports(self):
+        """(job, request, index) -> the QP as c4ctl alloc shows it."""
+        out = {}
+        for a in self.ctl("alloc").get("allocations", []):
+            for q in a["qps"]:
+                out[(a["job"], a["request"], q["index"])] = q
+        return out
+
+    def flow_key(self, f, suffix):
+        """The master's key of a c4blast flow: --to dst:l:q --to dst:r:q."""
+        q = self.a.qps // 2
+        d = f["flow"] // q
+        job = self.job_of(f["host"])
+        return (job + suffix,
+                f"{job}/h{f['host']}/{d}-{f['dst']}-{'l' if d == 0 else 'r'}",
+                f["flow"] % q)
+
+    def port_agreement(self, snap, t_snap, flows, events, suffix):
+        """Master vs holder at t_snap: (QPs, disagreements, pending)."""
+        n = dis = pend = 0
+        for f in flows:
+            k = self.flow_key(f, suffix)
+            sport = f["sport"]
+            # a move after the snapshot: the holder sent from the old port
+            later = [e for e in events if e["host"] == f["host"] and
+                     e["flow"] == f["flow"] and e["t_ms"] / 1000.0 > t_snap]
+            if later:
+                sport = min(later, key=lambda e: e["t_ms"])["old_sport"]
+            q = snap.get(k)
+            n += 1
+            # a pending move is in flight: the holder may still send
+            # from the port it confirmed, or already from the new one
+            ok = q is not None and (q["sport"] == sport or (
+                q.get("pending") and q.get("confirmed_sport") == sport))
+            if not ok:
+                dis += 1
+                log(f"  port disagreement {k}: master "
+                    f"{q and q['sport']} holder {sport}")
+            elif q.get("pending"):
+                pend += 1
+        return n, dis, pend
+
+    def side_balance(self, up, down, cables=None):
+        """max/mean of cable-direction loads per side (even, odd leaves)."""
+        r = {}
+        for side, par in (("left", 0), ("right", 1)):
+            v = [x for c, (leaf, sp) in self.cables.items() if leaf % 2 == par
+                 and (cables is None or c in cables)
+                 for x in (up[c], down[c])]
+            m = sum(v) / len(v) if v else 0
+            r[side] = max(v) / m if m > 0 else 0.0
+        return r
+
+    def ctl_balance(self):
+        """The same from what c4ctl links shows (QPs per direction)."""
+        up, down = {}, {}
+        for l in self.links():
+            c = self.cable_of[(int(l["leaf"][4:]), int(l["spine"][5:]))]
+            up[c] = l.get("qps_up", 0)
+            down[c] = l.get("qps_down", 0)
+        return self.side_balance(up, down)
+
+    def wait_for(self, what, cond, timeout):
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            if cond():
+                return time.time() - t0
+            time.sleep(0.3)
+        raise Fail(f"timed out waiting for {what}")
+
+    def settle(self, suffix, timeout):
+        """Until no QP of the run is pending (holders confirmed)."""
+        def ok():
+            snap = self.master_ports()
+            return not any(q.get("pending") for k, q in snap.items()
+                           if k[0].endswith(suffix))
+        return self.wait_for("holders to confirm their ports", ok, timeout)
+
+    def recovery(self, seconds):
+        """A cable down and back up under one run of allocated traffic."""
+        tag, sfx = "recover", "-recover"
+        recv, send = self.start_traffic(tag, "c4p", seconds, job_suffix=sfx)
+        t_start = time.time()
+        rounds = 4 * self.a.interval / 1000 + 10
+        time.sleep(self.a.fail_at)
+        # a cable that carries flows of this run: a left QP of leaf2
+        link = next(f"leaf2-{q['spine']}" for k, q in
+                    sorted(self.master_ports().items())
+                    if k[0].endswith(sfx) and q["src_leaf"] == "leaf2")
+        log(f"recovery: {link} down and up under traffic, {seconds} s")
+        self.fab("link", "down", link)
+        self.wait_link(link, False, rounds)
+        self.fab("link", "up", link)
+        self.wait_link(link, True, rounds)
+        # a probe round after the return refreshes the rehashed pairs
+        self.wait_catalog(after_round=self.counters().get("probe_round", 0),
+                          timeout=rounds)
+        self.settle(sfx, rounds)
+        before = self.leaf_stats()
+        time.sleep(5.0)
+        after = self.leaf_stats()
+        snap, t_snap = self.master_ports(), time.time()
+        shown = self.ctl_balance()
+        left = seconds - (time.time() - t_start)
+        if left < 1:
+            raise Fail("recovery: traffic ended before the measurement")
+        flows, events, rx, _ = self.finish_traffic(recv, send, seconds)
+        up, down, _ = self.loads(before, after)
+        meas = self.side_balance(up, down)
+        n, dis, pend = self.port_agreement(snap, t_snap, flows, events, sfx)
+        log(f"  recovered: measured max/mean left {meas['left']:.3f} right "
+            f"{meas['right']:.3f}; c4ctl shows left {shown['left']:.3f} right "
+            f"{shown['right']:.3f}; {dis} of {n} ports disagree, {pend} pending")
+        return {"measured": meas, "shown": shown, "qps": n, "disagree": dis,
+                "pending": pend}
+
+    def plane_failure(self, seconds):
+        """Both left leaves down under allocated traffic, then back."""
+        tag, sfx = "plane", "-plane"
+        log(f"plane failure: leaf0 and leaf2 down and up, {seconds} s")
+        recv, send = self.start_traffic(tag, "c4p", seconds, job_suffix=sfx)
+        t_start = time.time()
+        rounds = 4 * self.a.interval / 1000 + 10
+        left_links = [f"leaf{lf}-spine{sp}" for lf in (0, 2) for sp in range(4)]
+        time.sleep(self.a.fail_at)
+        for leaf in ("leaf0", "leaf2"):
+            self.fab("switch", "down", leaf)
+        t_fail = time.time()
+        for l in left_links:
+            self.wait_link(l, False, rounds)
+        self.settle(sfx, rounds)
+        c = self.counters()
+        snap_dn, t_dn = self.master_ports(), time.time()
+        mine = {k: q for k, q in snap_dn.items() if k[0].endswith(sfx)}
+        res = {"to_marked": t_dn - t_fail,
+               "stranded": c.get("alloc_stranded", 0),
+               "fallback": sum(1 for q in mine.values() if q.get("fallback")),
+               "left_qps": sum(1 for k in mine if k[1].endswith("-l"))}
+        for leaf in ("leaf0", "leaf2"):
+            self.fab("switch", "up", leaf)
+        for l in left_links:
+            self.wait_link(l, True, rounds)
+        self.settle(sfx, rounds)
+        self.wait_for("failed-over QPs to return", lambda: not any(
+            q.get("fallback") for k, q in self.master_ports().items()
+            if k[0].endswith(sfx)), rounds)
+        snap_up, t_up = self.master_ports(), time.time()
+        mine_up = {k: q for k, q in snap_up.items() if k[0].endswith(sfx)}
+        res["fallback_after"] = sum(1 for q in mine_up.values() if q.get("fallback"))
+        res["home_after"] = sum(1 for k, q in mine_up.items()
+                                if (q["side"] == "left") == k[1].endswith("-l"))
+        if seconds - (time.time() - t_start) < 1:
+            raise Fail("plane failure: traffic ended before the return")
+        flows, events, rx, _ = self.finish_traffic(recv, send, seconds)
+        res["qps"], res["disagree_down"], res["pending_down"] = \
+            self.port_agreement(snap_dn, t_dn, flows, events, sfx)
+        _, res["disagree_up"], res["pending_up"] = \
+            self.port_agreement(snap_up, t_up, flows, events, sfx)
+        log(f"  plane: {res['left_qps']} left QPs, {res['fallback']} failed "
+            f"over, {res['stranded']} stranded, marked after "
+            f"{res['to_marked']:.1f} s; after the return {res['fallback_after']} "
+            f"still over, {res['home_after']} of {len(mine_up)} home; "
+            f"disagreements {res['disagree_down']} (down) "
+            f"{res['disagree_up']} (up)")
+        return res
+
     # ------------------------------------------------------------ failures
     def aggregate(self, timeline, t):
         """Bytes received by all hosts up to time t (interpolated)."""
@@ -509,6 +689,9 @@ credentials:
             self.fab("link", "down", link)
         else:
             self.fab("link", "loss", link, str(self.a.loss))
+        # the master's ports near the end, against the holders' then
+        time.sleep(max(0.0, seconds - 1.5 - (time.time() - t_start)))
+        snap, t_snap = self.master_ports(), time.time()
         flows, events, rx, timeline = self.finish_traffic(recv, send, seconds)
         ideal = len(flows) * self.a.rate * 1e6 / 8  # payload bytes/s offered
         re = [e for e in events if e["event"] == "reassign"]
@@ -551,6 +734,8 @@ credentials:
                                               self.side_leaf(d, f["side"])):
                 bad += 1
         res["flows_on_failed"] = bad
+        _, res["disagree"], res["pending"] = self.port_agreement(
+            snap, t_snap, flows, events, "-" + tag)
         log(f"  {tag}: {len(re)} reassignments, first after "
             f"{res['to_reassign']} s, recovered after {res['to_recovered']} s, "
             f"worst {res['worst_ratio']:.3f} end {res['end_ratio']:.3f} of ideal, "
@@ -630,6 +815,8 @@ credentials:
         self.report_failure("link_down", dn)
         self.check("link down: flows reassigned", dn["reassigns"] > 0)
         self.check("link down: no flow left on the cable", dn["flows_on_failed"] == 0)
+        self.check(f"link down: {dn['disagree']} port disagreements",
+                   dn["disagree"] == 0)
         self.rate_check("link down: throughput recovered", dn["to_recovered"] is not None)
         self.wait_link(link, False, 5)
         self.fab("link", "up", link)
@@ -644,7 +831,42 @@ credentials:
         self.report_failure("link_lossy", ls)
         self.check("lossy link: flows reassigned", ls["reassigns"] > 0)
         self.check("lossy link: no flow left on the cable", ls["flows_on_failed"] == 0)
+        self.check(f"lossy link: {ls['disagree']} port disagreements",
+                   ls["disagree"] == 0)
         self.fab("link", "loss", link, "0")
+        self.wait_link(link, True, 4 * a.interval / 1000 + 10)
+
+        # a cable down and back under one run: balance after the recovery
+        rc = self.recovery(a.long_seconds)
+        for side in ("left", "right"):
+            metric(f"fabric_real_recovered_{side}_cable_max_over_mean",
+                   rc["measured"][side], "ratio")
+            metric(f"fabric_real_recovered_{side}_ctl_max_over_mean",
+                   rc["shown"][side], "ratio")
+            self.rate_check(f"recovered {side}: max/mean "
+                            f"{rc['measured'][side]:.3f} <= 1.05",
+                            rc["measured"][side] <= 1.05)
+        metric("fabric_real_recovered_port_disagreements", rc["disagree"], "qps")
+        metric("fabric_real_recovered_ports_pending", rc["pending"], "qps")
+        self.check(f"recovered: {rc['disagree']} port disagreements",
+                   rc["disagree"] == 0)
+
+        # a whole plane (both left leaves) down and back
+        pl = self.plane_failure(a.long_seconds)
+        metric("fabric_real_plane_left_qps", pl["left_qps"], "qps")
+        metric("fabric_real_plane_failed_over", pl["fallback"], "qps")
+        metric("fabric_real_plane_stranded", pl["stranded"], "qps")
+        metric("fabric_real_plane_to_marked", pl["to_marked"], "s")
+        metric("fabric_real_plane_still_over_after_return", pl["fallback_after"], "qps")
+        metric("fabric_real_plane_port_disagreements",
+               pl["disagree_down"] + pl["disagree_up"], "qps")
+        self.check(f"plane failure: {pl['stranded']} stranded", pl["stranded"] == 0)
+        self.check(f"plane failure: {pl['fallback']} of {pl['left_qps']} left "
+                   "QPs failed over", pl["fallback"] == pl["left_qps"] > 0)
+        self.check(f"plane return: {pl['fallback_after']} still failed over",
+                   pl["fallback_after"] == 0)
+        self.check("plane failure: port disagreements",
+                   pl["disagree_down"] == 0 and pl["disagree_up"] == 0)
 
         # probes per second per host, from the agents' counters
         el = time.time() - t0
@@ -665,6 +887,8 @@ credentials:
         metric(f"fabric_real_{tag}_worst_throughput", r["worst_ratio"], "of_ideal")
         metric(f"fabric_real_{tag}_end_throughput", r["end_ratio"], "of_ideal")
         metric(f"fabric_real_{tag}_flows_left_on_cable", r["flows_on_failed"], "flows")
+        metric(f"fabric_real_{tag}_port_disagreements", r["disagree"], "qps")
+        metric(f"fabric_real_{tag}_ports_pending", r["pending"], "qps")
 
 
 def main():
@@ -700,6 +924,8 @@ def main():
     a.seconds = 5 if a.short else 10
     a.fail_seconds = 12 if a.short else 20
     a.fail_at = 3 if a.short else 5
+    # a failure detected by probes and its return, then a measurement
+    a.long_seconds = int(a.fail_at + 10 * a.interval / 1000 + 25)
     r = Run(a)
 
     def on_signal(sig, frm):

@@ -79,6 +79,10 @@ view_c4p_paths(struct ctl *c, int argc, char **argv)
 			json_str(&j, p->spine);
 			json_key(&j, "dst_leaf");
 			json_str(&j, p->dst_leaf);
+			json_key(&j, "up_link");
+			json_str(&j, p->up_link ? p->up_link : "");
+			json_key(&j, "down_link");
+			json_str(&j, p->down_link ? p->down_link : "");
 			json_key(&j, "healthy");
 			json_bool(&j, p->healthy);
 			json_key(&j, "origin");
@@ -89,16 +93,19 @@ view_c4p_paths(struct ctl *c, int argc, char **argv)
 		json_obj_end(&j);
 		json_end(&j);
 	} else {
-		printf("%-6s %6s  %-16s %-16s %-16s %-7s %s\n", "SIDE", "SPORT",
-		       "SRC_LEAF", "SPINE", "DST_LEAF", "HEALTHY", "ORIGIN");
+		printf("%-6s %6s  %-16s %-16s %-16s %-7s %-6s %s\n", "SIDE",
+		       "SPORT", "SRC_LEAF", "SPINE", "DST_LEAF", "HEALTHY",
+		       "ORIGIN", "CABLES (UP DOWN)");
 		for (size_t i = 0; i < r->n_paths; i++) {
 			const C4__ProbePath *p = r->paths[i];
 
-			printf("%-6s %6u  %-16s %-16s %-16s %-7s %s\n",
+			printf("%-6s %6u  %-16s %-16s %-16s %-7s %-6s %s %s\n",
 			       view_c4p_side(p->side), p->sport, p->src_leaf,
 			       p->spine[0] ? p->spine : "-", p->dst_leaf,
 			       p->healthy ? "yes" : "no",
-			       p->reached ? "probe" : "hash");
+			       p->reached ? "probe" : "hash",
+			       p->up_link ? p->up_link : "-",
+			       p->down_link ? p->down_link : "-");
 		}
 	}
 	msg_free(env);
@@ -240,6 +247,14 @@ view_c4p_assign_json(struct json *j, const C4__PathAssignment *pa)
 	json_str(j, pa->dst_leaf);
 	json_key(j, "path_id");
 	json_u64(j, pa->path_id);
+	json_key(j, "confirmed_sport");
+	json_u64(j, pa->confirmed_sport);
+	json_key(j, "pending");
+	json_bool(j, pa->pending);
+	json_key(j, "fallback");
+	json_bool(j, pa->fallback);
+	json_key(j, "home_side");
+	json_str(j, view_c4p_side(pa->home_side));
 	json_obj_end(j);
 }
 
@@ -305,20 +320,28 @@ view_c4p_alloc(struct ctl *c, int argc, char **argv)
 		json_obj_end(&j);
 		json_end(&j);
 	} else {
-		printf("%-12s %-20s %-14s %-14s %-5s %3s %6s  %s\n", "JOB",
-		       "REQUEST", "SRC", "DST", "SIDE", "QP", "SPORT", "PATH");
+		printf("%-12s %-20s %-14s %-14s %-5s %3s %6s %6s %-16s %s\n",
+		       "JOB", "REQUEST", "SRC", "DST", "SIDE", "QP", "SPORT",
+		       "CONF", "STATE", "PATH");
 		for (size_t i = 0; i < r->n_allocs; i++) {
 			const C4__Allocation *a = r->allocs[i];
 
 			for (size_t k = 0; k < a->n_paths; k++) {
 				const C4__PathAssignment *pa = a->paths[k];
+				char state[32];
 
-				printf("%-12s %-20s %-14s %-14s %-5s %3u %6u  "
-				       "%s>%s>%s\n",
+				snprintf(state, sizeof(state), "%s%s%s",
+					 pa->pending ? "pending" : "confirmed",
+					 pa->fallback ? ",failover-" : "",
+					 pa->fallback
+						 ? view_c4p_side(pa->home_side)
+						 : "");
+				printf("%-12s %-20s %-14s %-14s %-5s %3u %6u "
+				       "%6u %-16s %s>%s>%s\n",
 				       a->job_id, a->request_id, a->src_nic,
 				       a->dst_nic, view_c4p_side(pa->side),
 				       pa->qp_index, pa->udp_sport,
-				       pa->src_leaf,
+				       pa->confirmed_sport, state, pa->src_leaf,
 				       pa->spine[0] ? pa->spine : "-",
 				       pa->dst_leaf);
 			}

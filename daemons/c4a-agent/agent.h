@@ -213,6 +213,7 @@ const struct upstream_stats *upstream_get_stats(const struct upstream *u);
 #define PROBER_ACTIVE_MAX  16	       /* tasks running at once */
 #define PROBER_TICK_MS	   5	       /* token bucket refill period */
 #define PROBER_TIMEOUT_MS  500	       /* wait after a task's last probe */
+#define PROBER_DEADLINE_SLACK_MS 2000 /* a task's deadline beyond its due */
 #define PROBER_DPORT	   4791	       /* RoCEv2 */
 #define PROBER_MAGIC	   0x43345042u /* "C4PB", first payload word */
 #define PROBER_PAYLOAD_LEN 16	       /* magic, task id, sport, ttl, rep */
@@ -245,6 +246,7 @@ struct prober_stats {
 	uint64_t reached;  /* of which from the destination */
 	uint64_t timeouts; /* probes never answered */
 	uint64_t stray;	   /* answers matching no running probe */
+	uint64_t tasks_expired; /* ended by their deadline: reported failed */
 	uint64_t queued;   /* tasks waiting now */
 	uint64_t active;   /* tasks running now */
 };

@@ -679,6 +679,8 @@ c4a_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 				  0);
 		srv_reply_counter(r, "probe_tasks_done", ps->tasks_done,
 				  "probe results sent", 0);
+		srv_reply_counter(r, "probe_tasks_expired", ps->tasks_expired,
+				  "probe tasks ended by their deadline", 0);
 		srv_reply_counter(r, "probe_tasks_running", ps->active,
 				  "probe tasks running now", 1);
 		srv_reply_counter(r, "probe_tasks_queued", ps->queued,

@@ -59,8 +59,9 @@ struct prober_run {
 	uint64_t *sent_ns;	/* [n * max_ttl * repeats]; 0: unanswered */
 	size_t next, total, answered;
 	uint64_t started_ns;
-	bool failed; /* its sockets could not be made: no paths */
-	struct event *timer;
+	bool failed;	     /* its sockets could not be made, or it expired */
+	bool draining;	     /* every probe sent: timer is the answer wait */
+	struct event *timer; /* the deadline, then the answer wait */
 	struct prober *pr;
 };
 
@@ -415,12 +416,51 @@ send:
 	prober_start_more(pr);
 }
 
+/*
+ * The answer wait after the last probe, or the task's deadline: a task
+ * still sending then (pacing starved, sends stuck) gives its sockets
+ * back and reports failure (an empty result) instead of holding a slot.
+ */
 static void
 prober_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct prober_run *t = arg;
+
 	(void)fd;
 	(void)what;
-	prober_finish(arg);
+	if (!t->draining) {
+		t->pr->st.tasks_expired++;
+		log_warnx("probe task %llu: deadline passed with %zu of %zu "
+			  "probes sent; reported failed",
+			  (unsigned long long)t->id, t->next, t->total);
+		t->failed = true;
+	}
+	prober_finish(t);
+}
+
+/* Time a task may run: its packets at a 1/PROBER_ACTIVE_MAX share of the
+ * rate, its answer wait and PROBER_DEADLINE_SLACK_MS. */
+static void
+prober_arm_deadline(struct prober_run *t)
+{
+	uint64_t ms = (uint64_t)t->total * 1000u * PROBER_ACTIVE_MAX /
+			      (t->pr->rate ? t->pr->rate : 1) +
+		      t->timeout_ms + PROBER_DEADLINE_SLACK_MS;
+	struct timeval tv = {(time_t)(ms / 1000),
+			     (suseconds_t)(ms % 1000) * 1000};
+
+	evtimer_add(t->timer, &tv);
+}
+
+/* The last probe is out (sent or refused): wait timeout_ms for answers. */
+static void
+prober_drain(struct prober_run *t)
+{
+	struct timeval tv = {t->timeout_ms / 1000,
+			     (t->timeout_ms % 1000) * 1000};
+
+	t->draining = true;
+	evtimer_add(t->timer, &tv);
 }
 
 /* Sends the task's next probe; 0, or -1 when nothing was left to send. */
@@ -453,18 +493,16 @@ prober_send_next(struct prober *pr, struct prober_run *t)
 		   sizeof(sa)) < 0) {
 		pr->st.send_errors++;
 		t->answered++; /* not sent: nothing to wait for */
+		if (t->next == t->total)
+			prober_drain(t);
 		return 0;
 	}
 	t->sent_ns[(size_t)rep * per_rep + k * t->max_ttl + ttl - 1] =
 		clock_ns(CLOCK_MONOTONIC);
 	t->acc[k * t->max_ttl + ttl - 1].sent++;
 	pr->st.sent++;
-	if (t->next == t->total) {
-		struct timeval tv = {t->timeout_ms / 1000,
-				     (t->timeout_ms % 1000) * 1000};
-
-		evtimer_add(t->timer, &tv);
-	}
+	if (t->next == t->total)
+		prober_drain(t);
 	return 0;
 }
 
@@ -560,6 +598,7 @@ prober_start_more(struct prober *pr)
 			prober_finish(t);
 			return; /* prober_finish went on with the queue */
 		}
+		prober_arm_deadline(t);
 	}
 	if (!TAILQ_EMPTY(&pr->active) &&
 	    !event_pending(pr->tick, EV_TIMEOUT, NULL)) {

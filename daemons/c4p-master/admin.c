@@ -75,6 +75,22 @@ admin_links(struct c4p *p, C4__AdminReply *r, struct arena *ar)
 	return 0;
 }
 
+/* Names the path's cables in pp (parallel cables differ): 0 or -1. */
+static int
+admin_cable_names(const struct topo *t, struct arena *ar, C4__ProbePath *pp,
+		  const struct path *p)
+{
+	char name[3 * TOPO_NAME_MAX];
+
+	if (p->up == TOPO_NONE)
+		return 0;
+	addrplan_link_name(t, p->up, name, sizeof(name));
+	pp->up_link = arena_strdup(ar, name);
+	addrplan_link_name(t, p->down, name, sizeof(name));
+	pp->down_link = arena_strdup(ar, name);
+	return pp->up_link != NULL && pp->down_link != NULL ? 0 : -1;
+}
+
 static int
 admin_paths(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 	    struct arena *ar, struct msg_err *err)
@@ -140,6 +156,8 @@ admin_paths(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 					   : C4__PORT_SIDE__SIDE_RIGHT;
 			pp->has_healthy = 1;
 			pp->healthy = path_healthy(t, &rec->path);
+			if (admin_cable_names(t, ar, pp, &rec->path) < 0)
+				return -1;
 			r->paths[total++] = pp;
 		}
 		r->n_paths = total;
@@ -246,6 +264,11 @@ admin_allocs(struct c4p *p, const C4__AdminRequest *q, C4__AdminReply *r,
 				goto out;
 			reply_assignment(t, pa, b->index, b->sport, b->side,
 					 &b->path);
+			reply_fallback(pa, b->fallback, b->home_side);
+			pa->has_confirmed_sport = 1;
+			pa->confirmed_sport = b->conf_sport;
+			pa->has_pending = 1;
+			pa->pending = b->conf_sport != b->sport;
 			al->paths[al->n_paths++] = pa;
 		}
 		r->allocs[nalloc++] = al;

@@ -26,6 +26,7 @@
 #include "auth.h"
 #include "hold.h"
 #include "jobs.h"
+#include "link.h"
 #include "metrics.h"
 #include "nic.h"
 #include "probes.h"
@@ -299,6 +300,9 @@ api_request_one(struct c4p *p, const struct api_from *from,
 			recs[i].req = qps[i];
 			recs[i].sport = res[i].sport;
 			recs[i].side = res[i].side;
+			recs[i].home_side = res[i].home_side;
+			recs[i].fallback = res[i].fallback;
+			recs[i].conf_sport = res[i].sport;
 			recs[i].stranded = res[i].stranded;
 			recs[i].path = res[i].path;
 		}
@@ -314,6 +318,8 @@ api_request_one(struct c4p *p, const struct api_from *from,
 		for (uint32_t i = 0; pa != NULL && i < n; i++) {
 			reply_assignment(p->topo, &pa[i], i, res[i].sport,
 					 res[i].side, &res[i].path);
+			reply_fallback(&pa[i], res[i].fallback,
+				       res[i].home_side);
 			out->paths[i] = &pa[i];
 		}
 		out->n_paths = pa != NULL ? n : 0;
@@ -463,6 +469,66 @@ api_expire(struct c4p *p)
 		p->st.path_expired += n;
 		log_info("%zu QPs released: leases lapsed", n);
 	}
+	/* a probe round may have ended on its deadline */
+	api_recheck(p);
+}
+
+void
+api_recheck(struct c4p *p)
+{
+	struct alloc_change *ch = NULL;
+	size_t n = 0;
+
+	if (alloc_recheck(p->alloc, &ch, &n) < 0) {
+		log_warnx("out of memory: QPs not checked against the catalog");
+		return;
+	}
+	if (n > 0) {
+		p->st.recheck_moves += n;
+		link_moves(p, ch, n,
+			   "catalog changed: port no longer takes its path");
+	}
+	free(ch);
+}
+
+/*
+ * QpLoad entries that name their QP (qp_index) report the port it sends
+ * from: the holder's confirmation of its port, or a disagreement.
+ */
+static int
+api_qp_load(struct c4p *p, const struct api_from *from,
+	    const C4__QpLoadUpdate *u, struct msg_err *err)
+{
+	uint64_t job;
+
+	p->st.qp_load_updates++;
+	p->st.qp_load_qps += u->n_qps;
+	if (u->job_id == NULL)
+		return 0;
+	if (api_job_allowed(from, u->job_id, "QP report", err) < 0)
+		return -1;
+	job = jobs_id(p->jobs, u->job_id, 0);
+	for (size_t i = 0; job != 0 && i < u->n_qps; i++) {
+		const C4__QpLoad *q = u->qps[i];
+		char key[C4P_KEY_MAX], e[128];
+		int rc;
+
+		if (!q->has_qp_index || !q->has_udp_sport ||
+		    q->request_id == NULL ||
+		    api_key(key, job, q->request_id, e, sizeof(e)) < 0)
+			continue;
+		rc = alloc_confirm(p->alloc, key, q->qp_index,
+				   (uint16_t)q->udp_sport);
+		if (rc == 0) {
+			p->st.port_confirms++;
+		} else if (rc == 1) {
+			p->st.port_disagreements++;
+			log_warnx("%s QP %u reports port %u, not the allocated "
+				  "one",
+				  key, q->qp_index, q->udp_sport);
+		}
+	}
+	return 0;
 }
 
 /* ---- load and probes
@@ -477,6 +543,10 @@ api_probe_result(struct c4p *p, struct c4p_sess *sess, const C4__ProbeResult *r,
 	char e[256];
 
 	p->st.probe_results++;
+	/* an agent reports a task it could not run (no sockets, or its
+	 * deadline passed) as a result without paths */
+	if (r->n_paths == 0)
+		p->st.probe_tasks_failed++;
 	/* An answer to a task of the running round. */
 	if (probes_result(p->probes, sess, r) == 0)
 		return 0;
@@ -537,6 +607,8 @@ int
 api_handle(struct c4p *p, const struct api_from *from, const C4__Envelope *env,
 	   struct msg_err *err)
 {
+	int rc;
+
 	switch (env->type) {
 	case C4__MSG_TYPE__MSG_PATH_REQUEST:
 	case C4__MSG_TYPE__MSG_PATH_REQUEST_BATCH:
@@ -544,12 +616,12 @@ api_handle(struct c4p *p, const struct api_from *from, const C4__Envelope *env,
 	case C4__MSG_TYPE__MSG_PATH_RELEASE:
 		return api_path_release(p, from, env, err);
 	case C4__MSG_TYPE__MSG_QP_LOAD:
-		/* Input of rebalancing (a later step): counted for now. */
-		p->st.qp_load_updates++;
-		p->st.qp_load_qps += env->qp_load->n_qps;
-		return 0;
+		/* confirmations; as load, the input of a later rebalancing */
+		return api_qp_load(p, from, env->qp_load, err);
 	case C4__MSG_TYPE__MSG_PROBE_RESULT:
-		return api_probe_result(p, from->sess, env->probe_result, err);
+		rc = api_probe_result(p, from->sess, env->probe_result, err);
+		api_recheck(p);
+		return rc;
 	default:
 		return -1;
 	}

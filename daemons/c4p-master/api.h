@@ -36,5 +36,11 @@ int api_handle(struct c4p *p, const struct api_from *from,
 
 /* Releases every request whose lease has lapsed (the timer's work). */
 void api_expire(struct c4p *p);
+/*
+ * Places again every QP whose port the catalog no longer maps to its
+ * path (alloc_recheck) and tells the holders (PathReassign), counted in
+ * recheck_moves. Cheap when the catalog did not change.
+ */
+void api_recheck(struct c4p *p);
 
 #endif

@@ -104,12 +104,16 @@ struct probes;
 	X(reassign_sent, "PathReassign messages sent to holders")              \
 	X(reassign_orphaned, "moved requests whose holder session is gone")    \
 	X(link_changes, "link health changes applied")                         \
+	X(recheck_moves, "QPs placed again: the catalog changed their path")   \
+	X(port_confirms, "QP ports confirmed by their holder")                 \
+	X(port_disagreements, "holder reports of a port not allocated")        \
 	X(qp_load_updates, "QP load updates received")                         \
 	X(qp_load_qps, "QP load entries received")                             \
 	X(probe_results, "probe results received")                             \
 	X(probe_rounds, "probe rounds started")                                \
 	X(probe_tasks, "probe tasks sent to agents")                           \
 	X(probe_tasks_lost, "probe tasks without a result by the deadline")    \
+	X(probe_tasks_failed, "probe results without paths (agent failed)")    \
 	X(probe_no_agent, "probe tasks not sent: no agent on the host")        \
 	X(probe_packets, "probe packets agents reported sent (TTL 1)")         \
 	X(probe_unresolved, "probed ports whose hops fit no path")             \

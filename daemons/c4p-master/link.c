@@ -23,7 +23,11 @@ link_cmp_change(const void *x, const void *y)
 
 	if (c != 0)
 		return c;
-	return a->index < b->index ? -1 : a->index > b->index;
+	if (a->index != b->index)
+		return a->index < b->index ? -1 : 1;
+	/* one QP moved twice (placed, then rebalanced): the holder applies
+	 * a message's entries in order, so the later change comes last */
+	return a < b ? -1 : a > b;
 }
 
 /* Queues one PathReassign for the changes ix[0..n) of one request. */
@@ -67,6 +71,8 @@ link_reassign_request(struct c4p *p, const struct alloc_change *ch,
 		reply_assignment(p->topo, pa, c->index, c->new_sport,
 				 p->topo->ports[c->new_path.src_port].side,
 				 &c->new_path);
+		reply_fallback(pa, c->fallback,
+			       c->fallback ? c->new_side ^ 1 : c->new_side);
 		m->paths[k++] = pa;
 	}
 	m->n_paths = k;

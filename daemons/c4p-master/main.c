@@ -229,6 +229,10 @@ c4p_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 			  "requests holding QPs now", 1);
 	srv_reply_counter(r, "alloc_stranded", as.stranded,
 			  "QPs without a healthy path now", 1);
+	srv_reply_counter(r, "alloc_fallback", as.fallback,
+			  "QPs on their other side (failover) now", 1);
+	srv_reply_counter(r, "alloc_pending", as.pending,
+			  "QPs whose port the holder has not confirmed", 1);
 	srv_reply_counter(r, "alloc_max_link_load", as.max_link_load,
 			  "largest QP weight on one cable direction", 1);
 	srv_reply_counter(r, "jobs_known", jobs_count(p->jobs),

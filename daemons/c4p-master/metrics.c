@@ -120,6 +120,12 @@ metrics_cb(struct evbuffer *b, void *arg)
 		    as.requests);
 	http_metric(b, "c4p_qps_stranded", "QPs without a healthy path now", 1,
 		    base, as.stranded);
+	http_metric(b, "c4p_qps_fallback",
+		    "QPs on their other side (failover) now", 1, base,
+		    as.fallback);
+	http_metric(b, "c4p_qps_pending",
+		    "QPs whose port the holder has not confirmed", 1, base,
+		    as.pending);
 	http_metric(b, "c4p_link_load_max",
 		    "largest QP weight on one cable direction", 1, base,
 		    as.max_link_load);

@@ -126,3 +126,12 @@ reply_assignment(const struct topo *t, C4__PathAssignment *pa, uint32_t index,
 	pa->has_qp_index = 1;
 	pa->qp_index = index;
 }
+
+void
+reply_fallback(C4__PathAssignment *pa, bool fallback, uint8_t home_side)
+{
+	pa->has_fallback = 1;
+	pa->fallback = fallback;
+	pa->has_home_side = 1;
+	pa->home_side = reply_side(home_side);
+}

@@ -95,5 +95,10 @@ void reply_sess_unref(struct c4p_sess *sess);
 void reply_assignment(const struct topo *t, C4__PathAssignment *pa,
 		      uint32_t index, uint16_t sport, uint8_t side,
 		      const struct path *path);
+/*
+ * Marks pa as a fallback (the QP sends from its other side, home_side is
+ * its own) or not; changes nothing else.
+ */
+void reply_fallback(C4__PathAssignment *pa, bool fallback, uint8_t home_side);
 
 #endif

@@ -230,6 +230,7 @@ store_put(struct c4p_store *s, const char *key, uint64_t job, uint64_t expires,
 		q[i].sport = recs[i].sport;
 		q[i].side = recs[i].side;
 		q[i].stranded = recs[i].stranded;
+		q[i].home = recs[i].fallback ? recs[i].home_side + 1 : 0;
 		q[i].src_port = recs[i].path.src_port;
 		q[i].dst_port = recs[i].path.dst_port;
 		q[i].up = recs[i].path.up;

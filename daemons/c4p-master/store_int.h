@@ -77,7 +77,9 @@ struct store_qp {
 	uint32_t sip, dip, weight;
 	uint32_t src_port, dst_port, up, down;
 	uint16_t sport;
-	uint8_t rside, side, stranded, pad[3];
+	uint8_t rside, side, stranded;
+	uint8_t home; /* a fallback's home side + 1; 0: home is side */
+	uint8_t pad[2];
 };
 
 /* One catalog record as stored in catalog.recs. */

@@ -150,6 +150,8 @@ store_load_reqs(struct c4p_store *s, const struct store_restore *to, char *err,
 			a->sport = e.sport;
 			a->side = e.side;
 			a->stranded = e.stranded;
+			a->fallback = e.home != 0;
+			a->home_side = e.home != 0 ? e.home - 1 : e.side;
 			a->path.src_port = e.src_port;
 			a->path.dst_port = e.dst_port;
 			a->path.up = e.up;

@@ -72,6 +72,12 @@ store_writer_apply_move(struct sqlq *wq, const struct store_op *op)
 
 		e->stranded = c->kind == ALLOC_STRANDED;
 		if (c->kind == ALLOC_MOVED) {
+			/* a fallback keeps its home side in home */
+			if (c->fallback && e->home == 0)
+				e->home = e->side + 1;
+			else if (!c->fallback)
+				e->home = 0;
+			e->side = c->new_side;
 			e->sport = c->new_sport;
 			e->src_port = c->new_path.src_port;
 			e->dst_port = c->new_path.dst_port;

@@ -3,6 +3,7 @@
  */
 #include "c4p_client.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,44 @@ c4p_client_release(struct c4p_client *c, const char *request_id)
 }
 
 int
+c4p_client_confirm(struct c4p_client *c, const char *request_id,
+		   const struct c4p_client_port *ports, size_t n)
+{
+	C4__QpLoadUpdate u = C4__QP_LOAD_UPDATE__INIT;
+	C4__QpLoad *v, **pv;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	v = calloc(n, sizeof(*v));
+	pv = calloc(n, sizeof(*pv));
+	if (v == NULL || pv == NULL) {
+		free(v);
+		free(pv);
+		snprintf(c->err, sizeof(c->err), "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		c4__qp_load__init(&v[i]);
+		v[i].request_id = (char *)request_id;
+		v[i].has_udp_sport = 1;
+		v[i].udp_sport = ports[i].sport;
+		v[i].has_qp_index = 1;
+		v[i].qp_index = ports[i].qp_index;
+		pv[i] = &v[i];
+	}
+	u.job_id = c->job;
+	u.qps = pv;
+	u.n_qps = n;
+	rc = cli_send(&c->cli, C4__MSG_TYPE__MSG_QP_LOAD, &u, NULL);
+	if (rc < 0)
+		snprintf(c->err, sizeof(c->err), "%s", c->cli.err);
+	free(v);
+	free(pv);
+	return rc < 0 ? -1 : 0;
+}
+
+int
 c4p_client_poll(struct c4p_client *c, const char *request_id,
 		struct c4p_client_port *ports, size_t n, int timeout_ms)
 {
@@ -152,6 +191,9 @@ c4p_client_poll(struct c4p_client *c, const char *request_id,
 		    (request_id == NULL ||
 		     strcmp(env->path_reassign->request_id, request_id) == 0)) {
 			const C4__PathReassign *m = env->path_reassign;
+			struct c4p_client_port *done =
+				calloc(m->n_paths + 1, sizeof(*done));
+			size_t nd = 0;
 
 			changed = 0;
 			for (size_t i = 0; i < m->n_paths; i++)
@@ -161,6 +203,25 @@ c4p_client_poll(struct c4p_client *c, const char *request_id,
 						m->paths[i]);
 					changed++;
 				}
+			/* the ports in use now, each QP once (a QP moved twice
+			 * in one message ends on its last entry): the master's
+			 * confirmation */
+			for (size_t i = 0; done != NULL && i < m->n_paths;
+			     i++) {
+				uint32_t q = m->paths[i]->qp_index;
+				bool seen = false;
+
+				for (size_t k = 0; k < nd; k++)
+					seen |= done[k].qp_index == q;
+				if (q < n && !seen)
+					done[nd++] = ports[q];
+			}
+			/* a session that fails here fails the next call too;
+			 * without it the next renewal confirms them */
+			if (done != NULL)
+				(void)c4p_client_confirm(c, m->request_id, done,
+							 nd);
+			free(done);
 			msg_free(env);
 			break;
 		}

@@ -73,9 +73,19 @@ int c4p_client_request(struct c4p_client *c, const struct c4p_client_req *r,
 long c4p_client_release(struct c4p_client *c, const char *request_id);
 
 /*
+ * Tells the master which ports QPs of request_id send from now (ports[i]
+ * for QP ports[i].qp_index): the holder's confirmation of a PathReassign
+ * (a QpLoadUpdate naming each QP; no answer is awaited). 0, or -1 with
+ * c->err. Reads ports only.
+ */
+int c4p_client_confirm(struct c4p_client *c, const char *request_id,
+		       const struct c4p_client_port *ports, size_t n);
+
+/*
  * Waits up to timeout_ms for a PathReassign of request_id (any with
- * NULL); applies its ports to ports[] (indexed by qp_index, n of them)
- * and returns the number changed; 0 on timeout, -1 on error.
+ * NULL); applies its ports to ports[] (indexed by qp_index, n of them),
+ * confirms them to the master (c4p_client_confirm) and returns the number
+ * changed; 0 on timeout, -1 on error.
  */
 int c4p_client_poll(struct c4p_client *c, const char *request_id,
 		    struct c4p_client_port *ports, size_t n, int timeout_ms);

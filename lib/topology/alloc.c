@@ -194,7 +194,9 @@ alloc_res(const struct alloc_qp *q, struct alloc_qp_res *out)
 	out->qp_id = q->id;
 	out->sport = q->sport;
 	out->side = q->side;
+	out->home_side = q->home;
 	out->stranded = q->stranded;
+	out->fallback = q->fallback;
 	out->path = q->path;
 }
 
@@ -224,8 +226,10 @@ alloc_rq_release(struct alloc *a, uint32_t s)
 	struct alloc_req *r = &a->rq[s];
 	size_t n = r->nqp;
 
-	for (uint32_t i = 0; i < r->nqp; i++)
+	for (uint32_t i = 0; i < r->nqp; i++) {
 		a->stranded -= a->qp[r->qps[i]].stranded;
+		a->fallback -= a->qp[r->qps[i]].fallback;
+	}
 	tmap_remove(&a->rq_idx, tmap_str(r->id), s);
 	alloc_rq_drop(a, s, r->nqp, true);
 	a->live_qps -= n;
@@ -257,6 +261,49 @@ alloc_reserve_free(struct alloc *a, size_t nqps, size_t nreqs)
 	return 0;
 }
 
+/*
+ * A request id asked again (slot s): the same job and QPs renew its lease
+ * to expires and answer the current ports, which counts as the holder
+ * learning them (confirmed); anything else is -EEXIST.
+ */
+static int
+alloc_retry(struct alloc *a, uint32_t s, const char *req_id, uint64_t job,
+	    uint64_t expires, const struct alloc_qp_req *qps, size_t n,
+	    struct alloc_qp_res *out, char *err, size_t errlen)
+{
+	struct alloc_req *r = &a->rq[s];
+	uint32_t i;
+
+	if (r->job != job || r->nqp != n) {
+		errbuf_set(err, errlen,
+			   "request id %s in use by job %llu with %u QPs",
+			   req_id, (unsigned long long)r->job, r->nqp);
+		return -EEXIST;
+	}
+	/* a retry must ask for the same QPs, else it is a new request
+	 * under a reused id */
+	for (i = 0; i < n; i++) {
+		const struct alloc_qp_req *o = &a->qp[r->qps[i]].rq;
+
+		if (o->sip != qps[i].sip || o->dip != qps[i].dip ||
+		    o->side != qps[i].side ||
+		    place_weight(o) != place_weight(&qps[i])) {
+			errbuf_set(
+				err, errlen,
+				"request id %s: QP %u differs from the first "
+				"request",
+				req_id, i);
+			return -EEXIST;
+		}
+	}
+	r->expires = expires;
+	for (i = 0; i < n; i++) {
+		a->qp[r->qps[i]].conf_sport = a->qp[r->qps[i]].sport;
+		alloc_res(&a->qp[r->qps[i]], &out[i]);
+	}
+	return 0;
+}
+
 int
 alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 	      uint32_t lease_s, const struct alloc_qp_req *qps, size_t n,
@@ -278,35 +325,9 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 		return -EINVAL;
 	}
 	s = alloc_rq_find(a, req_id);
-	if (s != TMAP_EMPTY) {
-		r = &a->rq[s];
-		if (r->job != job || r->nqp != n) {
-			errbuf_set(
-				err, errlen,
-				"request id %s in use by job %llu with %u QPs",
-				req_id, (unsigned long long)r->job, r->nqp);
-			return -EEXIST;
-		}
-		/* a retry must ask for the same QPs, else it is a new request
-		 * under a reused id */
-		for (i = 0; i < n; i++) {
-			const struct alloc_qp_req *o = &a->qp[r->qps[i]].rq;
-
-			if (o->sip != qps[i].sip || o->dip != qps[i].dip ||
-			    o->side != qps[i].side ||
-			    place_weight(o) != place_weight(&qps[i])) {
-				errbuf_set(err, errlen,
-					   "request id %s: QP %u differs from "
-					   "the first request",
-					   req_id, i);
-				return -EEXIST;
-			}
-		}
-		r->expires = now + lease_s;
-		for (i = 0; i < n; i++)
-			alloc_res(&a->qp[r->qps[i]], &out[i]);
-		return 0;
-	}
+	if (s != TMAP_EMPTY)
+		return alloc_retry(a, s, req_id, job, now + lease_s, qps, n,
+				   out, err, errlen);
 	for (i = 0; i < n; i++) {
 		if (qps[i].weight > ALLOC_MAX_WEIGHT) {
 			errbuf_set(err, errlen, "QP %u: weight over %u", i,
@@ -344,13 +365,20 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 		q->rq = qps[done];
 		q->req = s;
 		q->index = done;
-		rc = place_side(a, &q->rq, &q->side, err, errlen);
+		rc = place_side(a, &q->rq, &q->home, err, errlen);
+		q->side = q->home;
 		if (rc == 0)
-			rc = place_qp(a, q, err, errlen);
+			rc = place_home(a, q, err, errlen);
 		if (rc < 0) {
 			alloc_qp_put(a, qs);
 			goto undo;
 		}
+		if (q->rq.side == TOPO_SIDE_ANY) {
+			/* either side was asked for: neither is a failover */
+			q->home = q->side;
+			q->fallback = false;
+		}
+		q->conf_sport = q->sport;
 		q->id = a->next_id++;
 		q->live = true;
 		r->qps[done] = qs;
@@ -364,6 +392,8 @@ alloc_request(struct alloc *a, const char *req_id, uint64_t job, uint64_t now,
 		rc = -ENOMEM;
 		goto undo;
 	}
+	for (i = 0; i < n; i++)
+		a->fallback += a->qp[r->qps[i]].fallback;
 	a->live_qps += n;
 	a->live_reqs++;
 	return 0;
@@ -447,14 +477,30 @@ int
 alloc_link_set(struct alloc *a, uint32_t link, bool up,
 	       struct alloc_change **changes, size_t *nchanges)
 {
+	return alloc_links_set(a, &link, &up, 1, changes, nchanges);
+}
+
+int
+alloc_links_set(struct alloc *a, const uint32_t *links, const bool *up,
+		size_t n, struct alloc_change **changes, size_t *nchanges)
+{
+	bool any_up = false;
+	size_t i;
+
 	*changes = NULL;
 	*nchanges = 0;
-	if (topo_link_set_up(a->t, link, up) < 0)
-		return -EINVAL;
-	alloc_bundle_cap(a, a->t->links[link].bundle);
-	if (up)
-		return rebal_move(a, REBAL_SEL_STRANDED, 0, changes, nchanges);
-	return rebal_move(a, REBAL_SEL_LINK, link, changes, nchanges);
+	for (i = 0; i < n; i++)
+		if (links[i] >= a->t->nlinks)
+			return -EINVAL;
+	/* every state first: nothing is placed on a cable this batch takes
+	 * down */
+	for (i = 0; i < n; i++) {
+		(void)topo_link_set_up(a->t, links[i], up[i]);
+		alloc_bundle_cap(a, a->t->links[links[i]].bundle);
+		any_up |= up[i];
+	}
+	return rebal_move(a, any_up ? REBAL_SEL_RECOVER : REBAL_SEL_UNHEALTHY,
+			  changes, nchanges);
 }
 
 int
@@ -465,9 +511,38 @@ alloc_port_set(struct alloc *a, uint32_t port, bool up,
 	*nchanges = 0;
 	if (topo_port_set_up(a->t, port, up) < 0)
 		return -EINVAL;
-	if (up)
-		return rebal_move(a, REBAL_SEL_STRANDED, 0, changes, nchanges);
-	return rebal_move(a, REBAL_SEL_PORT, port, changes, nchanges);
+	return rebal_move(a, up ? REBAL_SEL_RECOVER : REBAL_SEL_UNHEALTHY,
+			  changes, nchanges);
+}
+
+int
+alloc_recheck(struct alloc *a, struct alloc_change **changes, size_t *nchanges)
+{
+	int rc;
+
+	*changes = NULL;
+	*nchanges = 0;
+	if (a->checked_gen == catalog_generation(a->cat))
+		return 0;
+	rc = rebal_move(a, REBAL_SEL_STALE, changes, nchanges);
+	/* placing may fill entries from the hash model: nothing stale */
+	if (rc == 0)
+		a->checked_gen = catalog_generation(a->cat);
+	return rc;
+}
+
+int
+alloc_confirm(struct alloc *a, const char *req_id, uint32_t index,
+	      uint16_t sport)
+{
+	uint32_t s = alloc_rq_find(a, req_id);
+	struct alloc_qp *q;
+
+	if (s == TMAP_EMPTY || index >= a->rq[s].nqp)
+		return -ENOENT;
+	q = &a->qp[a->rq[s].qps[index]];
+	q->conf_sport = sport;
+	return sport == q->sport ? 0 : 1;
 }
 
 /* ---- persistence ----------------------------------------------------------
@@ -492,8 +567,11 @@ alloc_next(const struct alloc *a, size_t *cursor, struct alloc_record *rec)
 		rec->qp_id = q->id;
 		rec->req = q->rq;
 		rec->sport = q->sport;
+		rec->conf_sport = q->conf_sport;
 		rec->side = q->side;
+		rec->home_side = q->home;
 		rec->stranded = q->stranded;
+		rec->fallback = q->fallback;
 		rec->path = q->path;
 		return 1;
 	}
@@ -570,6 +648,10 @@ alloc_stats(const struct alloc *a, struct alloc_stats *st)
 	st->qps = a->live_qps;
 	st->requests = a->live_reqs;
 	st->stranded = a->stranded;
+	st->fallback = a->fallback;
+	for (l = 0; l < a->nqp; l++)
+		st->pending +=
+			a->qp[l].live && a->qp[l].conf_sport != a->qp[l].sport;
 	for (l = 0; l < a->t->nlinks; l++) {
 		if (!a->t->links[l].up)
 			continue;

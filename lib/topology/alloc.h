@@ -3,7 +3,9 @@
  *
  * For a QP from NIC a to NIC b the allocator picks, among the catalog's
  * paths for (a's IP, b's IP, side):
- *   - same-side paths only (left->left, right->right);
+ *   - same-side paths (left->left, right->right) of the QP's own side;
+ *     when that side has none healthy and the NICs are bonded, those of
+ *     the other side (the bond's failover, "fallback");
  *   - paths whose ports and cables are all healthy;
  *   - the path whose most-loaded cable, after adding this QP, is least
  *     loaded (load = sum of QP weights per cable direction, divided by the
@@ -22,11 +24,18 @@
  * Each request holds a lease (seconds on the caller's clock); it ends with
  * alloc_release(), alloc_release_job() or alloc_expire().
  *
- * Health changes go through alloc_link_set()/alloc_port_set(): QPs on a
- * cable or port going down are moved to other paths and reported as
- * changes (qp, old port, new port) for the master to tell their holders;
- * QPs with no healthy path left are "stranded" and moved back when a
- * cable comes up.
+ * Health changes go through alloc_link_set()/alloc_port_set() (or
+ * alloc_links_set() for a batch): QPs on a cable or port going down are
+ * moved to other paths and reported as changes (qp, old port, new port)
+ * for the master to tell their holders. A QP whose own side has no
+ * healthy path left moves to the other side when its NIC is bonded (the
+ * bond's failover: "fallback") and back when its side recovers; only a
+ * QP with no healthy path on either side is "stranded".
+ *
+ * One truth for a QP's port: the allocator changes a placed QP's port
+ * only through a reported change. The port the holder confirmed (by its
+ * request, or by reporting the port in use: alloc_confirm) is kept beside
+ * it; the two differ while a change is on its way (pending).
  */
 #ifndef C4_ALLOC_H
 #define C4_ALLOC_H
@@ -43,8 +52,10 @@ struct alloc_qp_req {
 struct alloc_qp_res {
 	uint64_t qp_id;
 	uint16_t sport;
-	uint8_t side; /* the side chosen (== requested unless ANY) */
+	uint8_t side;	   /* the side it sends from now */
+	uint8_t home_side; /* the side asked for (or chosen for ANY) */
 	bool stranded;
+	bool fallback; /* side != home_side: its own side has no path */
 	struct path path;
 };
 
@@ -61,6 +72,8 @@ struct alloc_change {
 	uint16_t old_sport;
 	uint16_t new_sport;
 	uint8_t kind; /* enum alloc_change_kind */
+	uint8_t old_side, new_side;
+	bool fallback; /* the new placement is on the other side */
 	struct path old_path;
 	struct path new_path;
 };
@@ -75,8 +88,11 @@ struct alloc_record {
 	uint64_t qp_id;
 	struct alloc_qp_req req;
 	uint16_t sport;
+	uint16_t conf_sport; /* holder-confirmed port, 0: none (not stored) */
 	uint8_t side;
+	uint8_t home_side; /* read only when fallback (else == side) */
 	bool stranded;
+	bool fallback;
 	struct path path;
 };
 
@@ -84,6 +100,8 @@ struct alloc_stats {
 	size_t qps;
 	size_t requests;
 	size_t stranded;
+	size_t fallback; /* QPs on their other side */
+	size_t pending;	 /* QPs whose holder has not confirmed the port */
 	uint64_t max_link_load; /* max weight sum over cable directions */
 	double mean_link_load;	/* over healthy cable directions */
 };
@@ -101,7 +119,7 @@ void alloc_free(struct alloc *a);
 /*
  * Allocates the n QPs of request req_id for job, lease until now + lease_s.
  * out[i] answers qps[i]. Returns 0; -EINVAL (bad argument, cross-side
- * request), -ENOENT (no catalog entry or no healthy same-side path),
+ * request), -ENOENT (no catalog entry or no healthy path on either side),
  * -EEXIST (req_id in use by another job, or with other QPs), -ENOMEM;
  * on error nothing is allocated and err says why. A known req_id asked
  * with the same QPs renews its lease and returns the current answer.
@@ -136,6 +154,36 @@ int alloc_link_set(struct alloc *a, uint32_t link, bool up,
 		   struct alloc_change **changes, size_t *nchanges);
 int alloc_port_set(struct alloc *a, uint32_t port, bool up,
 		   struct alloc_change **changes, size_t *nchanges);
+
+/*
+ * Sets the health of n cables (links[i] up when up[i]) as one batch: every
+ * state is applied first, then the QPs on anything now down are placed
+ * again, then (when something came up) stranded and fallback QPs try their
+ * own side again. So no QP is moved onto a cable the same batch takes
+ * down. A QP appears at most once in *changes. Returns 0, -EINVAL (a bad
+ * id: nothing changed) or -ENOMEM.
+ */
+int alloc_links_set(struct alloc *a, const uint32_t *links, const bool *up,
+		    size_t n, struct alloc_change **changes, size_t *nchanges);
+
+/*
+ * After the catalog changed (a probe round replaced a pair's ports), every
+ * placed QP whose port the catalog no longer maps to its path, or whose
+ * path is down, is placed again (the same rule as a new QP) and reported
+ * in *changes, the stranded ones too. Cheap when the catalog's generation
+ * is the one last checked. Returns 0 or -ENOMEM.
+ */
+int alloc_recheck(struct alloc *a, struct alloc_change **changes,
+		  size_t *nchanges);
+
+/*
+ * The holder of request req_id reports that QP index sends from sport.
+ * Returns 0 when that is the allocator's port (now confirmed), 1 when it
+ * is another (a disagreement: kept as the confirmed port so that it
+ * shows, the allocator's stays), -ENOENT for an unknown request or index.
+ */
+int alloc_confirm(struct alloc *a, const char *req_id, uint32_t index,
+		  uint16_t sport);
 
 /*
  * Dynamic load balancing: moves QPs (in QP id order, up to

@@ -27,9 +27,12 @@ struct alloc_qp {
 	struct alloc_qp_req rq;
 	struct path path;
 	uint16_t sport;
-	uint8_t side;
+	uint16_t conf_sport; /* the port the holder confirmed; 0: none yet */
+	uint8_t side;	     /* the side the QP sends from now */
+	uint8_t home;	     /* the side it belongs on (asked or chosen) */
 	bool live;
 	bool stranded;
+	bool fallback; /* side != home: the bond's failover */
 };
 
 /* A growable stack of free slot numbers. */
@@ -53,8 +56,9 @@ struct alloc {
 	struct alloc_freelist rq_free;
 	struct tmap rq_idx;
 	uint64_t next_id;
-	size_t live_qps, live_reqs, stranded;
-	double *inv_link; /* 1 / cable capacity */
+	size_t live_qps, live_reqs, stranded, fallback;
+	uint64_t checked_gen; /* catalog generation alloc_recheck last saw */
+	double *inv_link;     /* 1 / cable capacity */
 	/* last catalog entry used (QPs of a batch share few keys) */
 	struct catalog_key ckey;
 	const struct catalog_entry *cent;
@@ -106,17 +110,22 @@ double place_worst(const struct alloc *a, const struct path *p, uint64_t w);
 int place_side(const struct alloc *a, const struct alloc_qp_req *r,
 	       uint8_t *side_out, char *err, size_t errlen);
 int place_qp(struct alloc *a, struct alloc_qp *q, char *err, size_t errlen);
+int place_home(struct alloc *a, struct alloc_qp *q, char *err, size_t errlen);
+bool place_valid(const struct alloc *a, const struct alloc_qp *q);
 
 /*
  * rebal.c: moving placed QPs. Both return 0 with *changes (the caller
  * frees it; NULL when *nchanges is 0) or -ENOMEM, the loads consistent
  * either way.
  *
- * rebal_move moves every live QP selected by (sel, id): those on cable id,
- * on port id, or every stranded QP. rebal_run is alloc_rebalance (alloc.h).
+ * rebal_move moves every live QP selected by sel: REBAL_SEL_UNHEALTHY
+ * those placed on a path with a cable or port down; REBAL_SEL_RECOVER
+ * those and every stranded or fallback QP (after something came up);
+ * REBAL_SEL_STALE those placed on a path that is down or that the
+ * catalog no longer maps their port to. rebal_run is alloc_rebalance.
  */
-enum rebal_sel { REBAL_SEL_LINK, REBAL_SEL_PORT, REBAL_SEL_STRANDED };
-int rebal_move(struct alloc *a, enum rebal_sel sel, uint32_t id,
+enum rebal_sel { REBAL_SEL_UNHEALTHY, REBAL_SEL_RECOVER, REBAL_SEL_STALE };
+int rebal_move(struct alloc *a, enum rebal_sel sel,
 	       struct alloc_change **changes, size_t *nchanges);
 int rebal_run(struct alloc *a, size_t max_moves, struct alloc_change **changes,
 	      size_t *nchanges);

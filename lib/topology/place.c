@@ -94,6 +94,15 @@ place_pick(const struct alloc *a, const struct catalog_entry *e, uint8_t side,
 	return best;
 }
 
+/* True when both NICs carry the request's IPs on side s. */
+static bool
+place_side_ok(const struct topo *t, uint32_t sn, uint32_t dn,
+	      const struct alloc_qp_req *r, uint8_t s)
+{
+	return t->ports[t->nics[sn].port[s]].ip == r->sip &&
+	       t->ports[t->nics[dn].port[s]].ip == r->dip;
+}
+
 /*
  * Resolves the request's ports and side. *side_out is the side to use;
  * for TOPO_SIDE_ANY the one whose source tx and destination rx are less
@@ -126,7 +135,7 @@ place_side(const struct alloc *a, const struct alloc_qp_req *r,
 
 		if (r->side != TOPO_SIDE_ANY && r->side != s)
 			continue;
-		if (t->ports[sp].ip != r->sip || t->ports[dp].ip != r->dip)
+		if (!place_side_ok(t, sn, dn, r, s))
 			continue; /* unbonded: the IP names the other side */
 		c = place_max2((double)a->ptx[sp] / t->ports[sp].gbps,
 			       (double)a->prx[dp] / t->ports[dp].gbps);
@@ -188,4 +197,51 @@ place_worst(const struct alloc *a, const struct path *p, uint64_t w)
 	return place_max2((double)(a->lup[p->up] + w) * a->inv_link[p->up],
 			  (double)(a->ldown[p->down] + w) *
 				  a->inv_link[p->down]);
+}
+
+int
+place_home(struct alloc *a, struct alloc_qp *q, char *err, size_t errlen)
+{
+	const struct topo *t = a->t;
+	uint32_t sn = topo_nic_by_ip(t, q->rq.sip);
+	uint32_t dn = topo_nic_by_ip(t, q->rq.dip);
+	uint8_t entry = q->side,
+		other = q->home == TOPO_LEFT ? TOPO_RIGHT : TOPO_LEFT;
+	int rc;
+
+	q->side = q->home;
+	rc = place_qp(a, q, err, errlen);
+	if (rc == 0) {
+		q->fallback = false;
+		return 0;
+	}
+	/* the bond's failover: the same IPs on the other pair of ports */
+	if (sn != TOPO_NONE && dn != TOPO_NONE &&
+	    place_side_ok(t, sn, dn, &q->rq, other)) {
+		q->side = other;
+		if (place_qp(a, q, NULL, 0) == 0) {
+			q->fallback = true;
+			return 0;
+		}
+	}
+	q->side = entry;
+	return rc;
+}
+
+bool
+place_valid(const struct alloc *a, const struct alloc_qp *q)
+{
+	struct catalog_key k = {q->rq.sip, q->rq.dip, q->side};
+	const struct catalog_entry *e;
+
+	if (!path_healthy(a->t, &q->path))
+		return false;
+	e = catalog_find(a->cat, &k);
+	if (e == NULL)
+		return false;
+	for (uint32_t i = 0; i < e->n; i++)
+		if (e->recs[i].sport == q->sport)
+			return path_equal(&e->recs[i].path, &q->path) &&
+			       e->recs[i].loss_permille <= CATALOG_LOSS_MAX;
+	return false;
 }

@@ -38,6 +38,8 @@ restore_rec_ok(const struct alloc *a, const struct alloc_record *r, char *err,
 	    t->ports[p->dst_port].ip != r->req.dip ||
 	    t->ports[p->src_port].side != r->side ||
 	    t->ports[p->dst_port].side != r->side ||
+	    (r->fallback &&
+	     (r->home_side >= TOPO_SIDES || r->home_side == r->side)) ||
 	    r->req.weight > ALLOC_MAX_WEIGHT) {
 		errbuf_set(err, errlen, "record %s/%u: ports do not fit",
 			   r->req_id, r->index);
@@ -95,6 +97,10 @@ restore_group(struct alloc *a, const struct alloc_record *recs,
 		q->path = rec->path;
 		q->sport = rec->sport;
 		q->side = rec->side;
+		/* home_side counts only for a fallback (older records) */
+		q->home = rec->fallback ? rec->home_side : rec->side;
+		q->fallback = rec->fallback;
+		q->conf_sport = rec->conf_sport;
 		q->stranded = rec->stranded;
 		q->live = true;
 		if (!q->stranded)
@@ -109,6 +115,7 @@ restore_group(struct alloc *a, const struct alloc_record *recs,
 		const struct alloc_qp *q = &a->qp[r->qps[i]];
 
 		a->stranded += q->stranded;
+		a->fallback += q->fallback;
 		if (q->id >= a->next_id)
 			a->next_id = q->id + 1;
 	}

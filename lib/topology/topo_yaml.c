@@ -526,6 +526,68 @@ ty_check_links(struct ty_ctx *c)
 	}
 }
 
+/*
+ * Switches that cannot carry traffic: a leaf with host ports but no
+ * uplink (its hosts reach no other leaf) and a spine with no cable. Runs
+ * after ty_check_links, from its table of declared pairs.
+ */
+static void
+ty_check_isolated(struct ty_ctx *c)
+{
+	uint32_t nl = c->f->leaves.n, ns = c->f->spines.n, i, j;
+	bool *hosts = NULL;
+
+	if (c->bundle_line == NULL)
+		return;
+	hosts = calloc(nl + 1, sizeof(*hosts));
+	if (hosts == NULL) {
+		cfg_diag_add(c->d, c->f->at, "out of memory");
+		return;
+	}
+	for (i = 0; i < c->f->hosts.n; i++) {
+		struct ty_host *h = TY_ITEM(c->f->hosts, struct ty_host, i);
+
+		for (j = 0; j < h->nics.n; j++) {
+			struct ty_nic *n = TY_ITEM(h->nics, struct ty_nic, j);
+			uint32_t l = ty_names_find(&c->leaves, n->left.leaf);
+			uint32_t r = ty_names_find(&c->leaves, n->right.leaf);
+
+			if (l != TOPO_NONE)
+				hosts[l] = true;
+			if (r != TOPO_NONE)
+				hosts[r] = true;
+		}
+	}
+	for (i = 0; i < nl; i++) {
+		const struct ty_switch *lf =
+			TY_ITEM(c->f->leaves, struct ty_switch, i);
+		bool up = false;
+
+		for (j = 0; j < ns && !up; j++)
+			up = c->bundle_line[(size_t)i * ns + j] != 0;
+		if (hosts[i] && !up)
+			cfg_diag_add(c->d, lf->at,
+				     "leaf %s carries host ports but has no "
+				     "uplink: its hosts could reach no other "
+				     "leaf",
+				     lf->name);
+	}
+	for (j = 0; j < ns; j++) {
+		const struct ty_switch *sp =
+			TY_ITEM(c->f->spines, struct ty_switch, j);
+		bool any = false;
+
+		for (i = 0; i < nl && !any; i++)
+			any = c->bundle_line[(size_t)i * ns + j] != 0;
+		if (!any)
+			cfg_diag_add(
+				c->d, sp->at,
+				"spine %s has no cables (no link names it)",
+				sp->name);
+	}
+	free(hosts);
+}
+
 /* Builds the topology from a checked file; problems go to d. */
 static void
 ty_build(struct ty_ctx *c)
@@ -682,6 +744,7 @@ ty_process(struct ty_file *f, struct cfg_diag *d, bool loaded,
 		       offsetof(struct ty_host, name_at), "host", d);
 	ty_check_links(&c);
 	ty_check_nics(&c);
+	ty_check_isolated(&c);
 	ty_check_switch_net(&c);
 	if (loaded && d->n == 0 && d->dropped == 0) {
 		if (f->leaves.n == 0)

@@ -262,6 +262,158 @@ START_TEST(test_link_down_reassigns_holder)
 }
 END_TEST
 
+/* Waits (TIMEOUT_MS at most) until status counter name equals want. */
+static long long
+wait_counter(const struct th_daemon *d, const char *name, long long want)
+{
+	long long v = counter(d, name);
+
+	for (int i = 0; v != want && i < TIMEOUT_MS / 20; i++) {
+		usleep(20000);
+		v = counter(d, name);
+	}
+	return v;
+}
+
+/*
+ * Master and holder agree on every QP's port: the allocation table shows
+ * the holder's ports, none pending, and none of them on a spine given.
+ */
+static void
+ports_agree(const struct th_daemon *d, const struct c4p_client_port *p, int n,
+	    int side)
+{
+	char out[262144], needle[128], qp[1024];
+
+	ck_assert_int_eq(wait_counter(d, "alloc_pending", 0), 0);
+	ck_assert_int_eq(
+		ctl(d, out, sizeof(out), "-o", "json", "alloc", NULL, NULL), 0);
+	ck_assert_msg(strstr(out, "\"pending\":true") == NULL, "%s", out);
+	for (int i = 0; i < n; i++) {
+		const char *at;
+
+		snprintf(needle, sizeof(needle), "\"index\":%d,\"sport\":%u,",
+			 i, p[i].sport);
+		at = strstr(out, needle);
+		ck_assert_msg(at != NULL, "%s in %s", needle, out);
+		/* the QP's own object: its side is the holder's */
+		snprintf(qp, sizeof(qp), "%.*s", (int)(strchr(at, '}') - at),
+			 at);
+		snprintf(needle, sizeof(needle), "\"side\":\"%s\"",
+			 side == 1 ? "left" : "right");
+		ck_assert_msg(strstr(qp, needle) != NULL, "%s", qp);
+		ck_assert_int_eq(p[i].side, side);
+	}
+	ck_assert_int_eq(counter(d, "port_disagreements"), 0);
+}
+
+/*
+ * A whole side of a bonded NIC loses its fabric (every uplink of its left
+ * leaf, one c4ctl command at a time): no QP is stranded, all fail over to
+ * the right ports, the holder confirms every move, and master and holder
+ * agree on every port; when the side recovers the QPs go home, again
+ * confirmed.
+ */
+START_TEST(test_plane_failure_falls_back)
+{
+	struct th_daemon d;
+	struct c4p_client a;
+	struct c4p_client_req r = {"comm5/ring0", "host0/nic0", "host1/nic0", 1,
+				   16};
+	struct c4p_client_port p[16];
+	char conf[2048], out[8192], link[96];
+
+	conf_text(conf, sizeof(conf), NULL);
+	ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
+	client(&a, &d, "job-f");
+	ck_assert_int_eq(c4p_client_request(&a, &r, 1, p, NULL), 0);
+	ports_agree(&d, p, 16, 1);
+	for (int s = 0; s < 8; s++) {
+		int moved;
+
+		snprintf(link, sizeof(link), "leaf0-spine%d", s);
+		ck_assert_int_eq(ctl(&d, out, sizeof(out), "link", "set",
+				     "down", link, NULL),
+				 0);
+		ck_assert_msg(strstr(out, " 0 stranded") != NULL, "%s", out);
+		moved = atoi(strstr(out, ": ") + 2);
+		if (moved > 0)
+			ck_assert_int_eq(c4p_client_poll(&a, "comm5/ring0", p,
+							 16, TIMEOUT_MS),
+					 moved);
+	}
+	ck_assert_int_eq(counter(&d, "alloc_stranded"), 0);
+	ck_assert_int_eq(counter(&d, "alloc_fallback"), 16);
+	ports_agree(&d, p, 16, 2);
+	ck_assert_int_eq(
+		ctl(&d, out, sizeof(out), "alloc", NULL, NULL, NULL, NULL), 0);
+	ck_assert_msg(strstr(out, "failover-left") != NULL, "%s", out);
+	/* one uplink back: every QP returns to its own side */
+	ck_assert_int_eq(ctl(&d, out, sizeof(out), "link", "set", "up",
+			     "leaf0-spine3", NULL),
+			 0);
+	ck_assert_int_eq(c4p_client_poll(&a, "comm5/ring0", p, 16, TIMEOUT_MS),
+			 16);
+	ck_assert_int_eq(counter(&d, "alloc_fallback"), 0);
+	ports_agree(&d, p, 16, 1);
+	for (int i = 0; i < 16; i++)
+		ck_assert_str_eq(p[i].spine, "spine3");
+	c4p_client_close(&a);
+	ck_assert_int_eq(th_stop(&d), 0);
+}
+END_TEST
+
+/*
+ * A probe result says the port a QP holds now takes another spine (the
+ * switches rehashed): the master places the QP again at once and tells
+ * its holder, which confirms; nothing stays pending.
+ */
+START_TEST(test_catalog_change_replaces_qp)
+{
+	struct th_daemon d;
+	struct c4p_client a, ag;
+	struct c4p_client_req r = {"rh/0", "host0/nic0", "host5/nic0", 1, 1};
+	struct c4p_client_port p[1], before[1];
+	C4__ProbeResult pr = C4__PROBE_RESULT__INIT;
+	C4__ProbePath pp = C4__PROBE_PATH__INIT, *ppv[1] = {&pp};
+	char conf[2048], spine[16];
+
+	conf_text(conf, sizeof(conf), NULL);
+	ck_assert_int_eq(th_start(&d, "c4p-master", conf), 0);
+	client(&a, &d, "job-h");
+	ck_assert_int_eq(c4p_client_request(&a, &r, 1, p, NULL), 0);
+	before[0] = p[0];
+	ck_assert_int_eq(c4p_client_connect(&ag, d.tcp, CCL_TOKEN, NULL,
+					    C4__ROLE__ROLE_AGENT, TIMEOUT_MS),
+			 0);
+	/* the QP's port now crosses another spine */
+	snprintf(spine, sizeof(spine), "spine%d",
+		 (atoi(p[0].spine + 5) + 1) % 8);
+	pr.has_task_id = 1;
+	pr.task_id = 1;
+	pr.src_ip = (char *)"10.0.0.1";
+	pr.dst_ip = (char *)"10.0.5.1";
+	pp.has_sport = 1;
+	pp.sport = p[0].sport;
+	pp.src_leaf = (char *)"leaf0";
+	pp.spine = spine;
+	pp.dst_leaf = (char *)"leaf2";
+	pr.paths = ppv;
+	pr.n_paths = 1;
+	ck_assert_int_eq(
+		cli_send(&ag.cli, C4__MSG_TYPE__MSG_PROBE_RESULT, &pr, NULL),
+		0);
+	ck_assert_int_eq(c4p_client_poll(&a, "rh/0", p, 1, TIMEOUT_MS), 1);
+	ck_assert(p[0].sport != before[0].sport ||
+		  strcmp(p[0].spine, before[0].spine) != 0);
+	ck_assert_int_ge(counter(&d, "recheck_moves"), 1);
+	ports_agree(&d, p, 1, 1);
+	c4p_client_close(&ag);
+	c4p_client_close(&a);
+	ck_assert_int_eq(th_stop(&d), 0);
+}
+END_TEST
+
 /* Request i of the stream: NIC pairs across the fabric, both sides. */
 static void
 stream_req(struct c4p_client_req *r, char *id, size_t idlen, char *s, char *dd,
@@ -566,7 +718,8 @@ START_TEST(test_probe_result_and_qp_load)
 {
 	static const char want[] =
 		"{\"side\":\"left\",\"sport\":60001,\"src_leaf\":\"leaf0\","
-		"\"spine\":\"spine3\",\"dst_leaf\":\"leaf2\",\"healthy\":"
+		"\"spine\":\"spine3\",\"dst_leaf\":\"leaf2\",\"up_link\":"
+		"\"leaf0-spine3\",\"down_link\":\"leaf2-spine3\",\"healthy\":"
 		"true,\"origin\":\"probe\"}";
 	char dir[] = "/tmp/c4p-probe-XXXXXX", conf[2048], out[65536];
 	C4__ProbeResult pr = C4__PROBE_RESULT__INIT;
@@ -793,6 +946,8 @@ c4p_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_alloc_retry_release_and_bad_requests);
 	tcase_add_test(tc, test_link_down_reassigns_holder);
+	tcase_add_test(tc, test_plane_failure_falls_back);
+	tcase_add_test(tc, test_catalog_change_replaces_qp);
 	tcase_add_test(tc, test_kill9_restart_recovers);
 	tcase_add_test(tc, test_store_inline_and_writer_commits);
 	tcase_add_test(tc, test_store_checkpoint_while_loop_commits);

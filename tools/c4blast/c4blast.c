@@ -395,22 +395,31 @@ blast_flow_log(const char *ev, const struct blast_flow *f, uint32_t i,
 
 /*
  * Applies ports (as the master answered them, request after request) to
- * the flows; logs each flow whose port moved as a reassignment.
+ * the flows fl[base..base+n); logs each flow whose port moved as a
+ * reassignment, under its index among all flows.
  */
 static void
-blast_apply(struct blast_flow *fl, const struct c4p_client_port *p, size_t n,
-	    int log)
+blast_apply(struct blast_flow *all, size_t base,
+	    const struct c4p_client_port *p, size_t n, int log)
 {
+	struct blast_flow *fl = all + base;
+
 	for (size_t i = 0; i < n; i++) {
 		uint16_t old = fl[i].sport;
 
 		if (p[i].sport == 0 ||
-		    (p[i].sport == old && strcmp(p[i].spine, fl[i].spine) == 0))
+		    (p[i].sport == old &&
+		     strcmp(p[i].spine, fl[i].spine) == 0 &&
+		     (p[i].side == 0 || p[i].side == fl[i].side)))
 			continue;
 		fl[i].sport = p[i].sport;
+		/* a bond failover sends from the other port */
+		if (p[i].side == 1 || p[i].side == 2)
+			fl[i].side = p[i].side;
 		snprintf(fl[i].spine, sizeof(fl[i].spine), "%s", p[i].spine);
 		if (log)
-			blast_flow_log("reassign", &fl[i], (uint32_t)i, old);
+			blast_flow_log("reassign", &fl[i], (uint32_t)(base + i),
+				       old);
 	}
 }
 
@@ -423,9 +432,10 @@ blast_c4p_drain(struct c4p_client *c, const struct blast_send_opts *o,
 		struct blast_flow *fl, const size_t *first)
 {
 	C4__Envelope *env;
-	struct pollfd p = {c->cli.fd, POLLIN, 0};
 
-	while (poll(&p, 1, 0) > 0) {
+	/* until nothing is left: one read may have brought several frames,
+	 * and those wait in the session's buffer, not on the socket */
+	for (;;) {
 		c->cli.timeout_ms = 0;
 		env = cli_recv(&c->cli);
 		if (env == NULL)
@@ -438,6 +448,9 @@ blast_c4p_drain(struct c4p_client *c, const struct blast_send_opts *o,
 
 				if (strcmp(m->request_id, o->dsts[d].id) != 0)
 					continue;
+				struct c4p_client_port done[BLAST_MAX_FLOWS];
+				size_t nd = 0;
+
 				memset(pt, 0, sizeof(pt));
 				for (size_t k = 0; k < m->n_paths; k++) {
 					const C4__PathAssignment *a =
@@ -447,12 +460,26 @@ blast_c4p_drain(struct c4p_client *c, const struct blast_send_opts *o,
 						continue;
 					pt[a->qp_index].sport =
 						(uint16_t)a->udp_sport;
+					pt[a->qp_index].side =
+						a->side == C4__PORT_SIDE__SIDE_LEFT
+							? 1
+							: 2;
+					pt[a->qp_index].qp_index = a->qp_index;
 					snprintf(pt[a->qp_index].spine,
 						 sizeof(pt[0].spine), "%s",
 						 a->spine ? a->spine : "");
 				}
-				blast_apply(fl + first[d], pt, o->dsts[d].qps,
+				blast_apply(fl, first[d], pt, o->dsts[d].qps,
 					    1);
+				/* each moved QP once, as it ends (a QP moved
+				 * twice in one message: its last entry) */
+				for (size_t k = 0; k < o->dsts[d].qps; k++)
+					if (pt[k].sport != 0)
+						done[nd++] = pt[k];
+				/* the ports in use now: the master's record */
+				if (c4p_client_confirm(c, o->dsts[d].id, done,
+						       nd) < 0)
+					return -1;
 			}
 		}
 		msg_free(env);
@@ -481,7 +508,7 @@ blast_c4p_request(struct c4p_client *c, const struct blast_send_opts *o,
 		fprintf(stderr, "c4blast: path request: %s\n", c->err);
 		return -1;
 	}
-	blast_apply(fl, pt, nflows, log);
+	blast_apply(fl, 0, pt, nflows, log);
 	return 0;
 }
 

@@ -4,8 +4,8 @@
  *
  *   c4fabric -t TOPO [-p PREFIX] [--scale MBIT_PER_GBPS] [--seed N] CMD
  *     up | down | status | whois ADDR
- *     link down|up LINK | link loss LINK PCT
- *     port down|up HOST/NIC/left|right
+ *     link down|up LINK | link loss|burst|delay LINK ... [up|down]
+ *     port down|up HOST/NIC/left|right | switch down|up LEAF|SPINE
  *     exec NODE -- CMD...
  *
  * Runs as root. "up" removes what an earlier run left, then builds the
@@ -35,8 +35,15 @@ usage(FILE *fp)
 		"  status                 namespaces and cables\n"
 		"  whois ADDR             the cable end or port of an address\n"
 		"  link down|up LINK      both ends of a cable (leaf0-spine0)\n"
-		"  link loss LINK PCT     random loss on both ends (0: none)\n"
+		"  link loss LINK PCT [DIR]        random loss (0: none)\n"
+		"  link burst LINK PCT LEN [DIR]   LEN packets in a row, PCT "
+		"in all\n"
+		"  link delay LINK MS [DIR]        netem delay (0: none)\n"
+		"    DIR: up (leaf to spine), down (spine to leaf); both when "
+		"absent\n"
 		"  port down|up HOST/NIC/left|right\n"
+		"  switch down|up LEAF|SPINE  every cable (and a leaf's "
+		"ports)\n"
 		"  exec NODE -- CMD...    run CMD in a host/leaf/spine "
 		"namespace\n"
 		"  --scale M: Mbit/s of emulated rate per Gbit/s of topology "
@@ -266,49 +273,6 @@ fab_link_updown(const struct fab *f, uint32_t l, bool up)
 	return rc;
 }
 
-/* Random loss of pct percent on both ends of cable l (nftables ingress). */
-static int
-fab_link_loss(const struct fab *f, uint32_t l, double pct)
-{
-	static const char *const argv[] = {"nft", "-f", "-", NULL};
-	const struct topo_link *lk = &f->t->links[l];
-	struct fab_buf b = {0};
-	char ns[FAB_NS_MAX];
-	int rc = 0;
-
-	for (int e = 0; e < 2 && rc == 0; e++) {
-		plan_ns(f, e == 0 ? FAB_LEAF : FAB_SPINE,
-			e == 0 ? lk->leaf : lk->spine, ns, sizeof(ns));
-		b.len = 0;
-		/* "add" then "delete" makes the delete safe when absent */
-		buf_printf(&b, "table netdev c4f_loss_c%u {}\n", l);
-		buf_printf(&b, "delete table netdev c4f_loss_c%u\n", l);
-		if (pct > 0) {
-			unsigned ppm = (unsigned)(pct * 10000.0 + 0.5);
-			char match[64] = "";
-
-			/* numgen's values stop below its modulus */
-			if (ppm < 1000000)
-				snprintf(match, sizeof(match),
-					 "numgen random mod 1000000 < %u ",
-					 ppm);
-			buf_printf(
-				&b,
-				"table netdev c4f_loss_c%u {\n"
-				"  chain in {\n"
-				"    type filter hook ingress device \"c%u\" "
-				"priority 0;\n"
-				"    %sdrop\n"
-				"  }\n"
-				"}\n",
-				l, l, match);
-		}
-		rc = run_cmd(ns, argv, &b, NULL, false);
-	}
-	buf_free(&b);
-	return rc;
-}
-
 /* Both ends of NIC port p up or down (the leaf keeps its /32 route). */
 static int
 fab_port_updown(const struct fab *f, uint32_t p, bool up)
@@ -342,6 +306,90 @@ fab_port_updown(const struct fab *f, uint32_t p, bool up)
 out:
 	buf_free(&b);
 	return rc;
+}
+
+/*
+ * A whole switch fails or comes back: every cable of a leaf or spine, and
+ * a leaf's NIC ports (the hosts see their link go down). 0 or -1.
+ */
+static int
+fab_switch_updown(const struct fab *f, const char *name, bool up)
+{
+	uint32_t leaf = topo_leaf_by_name(f->t, name);
+	uint32_t spine = topo_spine_by_name(f->t, name);
+	uint32_t i;
+	int rc = 0;
+
+	if (leaf == TOPO_NONE && spine == TOPO_NONE) {
+		fprintf(stderr, "c4fabric: no leaf or spine %s\n", name);
+		return -1;
+	}
+	for (i = 0; i < f->t->nlinks && rc == 0 && !fab_stop; i++)
+		if (f->t->links[i].leaf == leaf ||
+		    f->t->links[i].spine == spine)
+			rc = fab_link_updown(f, i, up);
+	for (i = 0; i < f->t->nports && rc == 0 && !fab_stop; i++)
+		if (f->t->ports[i].leaf == leaf)
+			rc = fab_port_updown(f, i, up);
+	return rc;
+}
+
+/* The optional direction argument at argv[i] (argc bounds it); -1 bad. */
+static int
+fab_dir(int argc, char **argv, int i, enum fault_dir *dir)
+{
+	*dir = FAULT_BOTH;
+	if (i >= argc)
+		return 0;
+	if (strcmp(argv[i], "up") == 0)
+		*dir = FAULT_UP;
+	else if (strcmp(argv[i], "down") == 0)
+		*dir = FAULT_DOWN;
+	else if (strcmp(argv[i], "both") != 0)
+		return -1;
+	return i + 1 == argc ? 0 : -1;
+}
+
+/* link loss|burst|delay LINK ARGS... [DIR]: exit status of the command. */
+static int
+fab_impair(const struct fab *f, const char *op, uint32_t l, int argc,
+	   char **argv, int i)
+{
+	bool burst = strcmp(op, "burst") == 0;
+	unsigned len = 0;
+	enum fault_dir dir;
+	double v;
+	char *end;
+
+	if (i >= argc)
+		return 2;
+	v = strtod(argv[i], &end);
+	if (*end != '\0' || !(v >= 0 && v <= (op[0] == 'd' ? 60000 : 100))) {
+		fprintf(stderr, "c4fabric: bad %s %s\n", op, argv[i]);
+		return 2;
+	}
+	if (burst) {
+		if (i + 1 >= argc)
+			return 2;
+		len = (unsigned)strtoul(argv[i + 1], &end, 10);
+		if (*end != '\0' || len == 0 || len > 10000) {
+			fprintf(stderr, "c4fabric: bad burst length %s\n",
+				argv[i + 1]);
+			return 2;
+		}
+		i++;
+	}
+	if (fab_dir(argc, argv, i + 1, &dir) < 0) {
+		fprintf(stderr, "c4fabric: direction is up, down or both\n");
+		return 2;
+	}
+	if (op[0] != 'd')
+		return fault_drop(f, l, dir, v, len) == 0 ? 0 : 1;
+	if (fault_delay(f, l, dir, v) == 0)
+		return 0;
+	fprintf(stderr, "c4fabric: delay needs tc's netem qdisc (sch_netem), "
+			"which this kernel refused\n");
+	return 3;
 }
 
 /* Namespace of a node name (host, leaf or spine); -1 if unknown. */
@@ -529,14 +577,12 @@ main(int argc, char **argv)
 				argv[optind + 1]);
 		} else if (strcmp(op, "down") == 0 || strcmp(op, "up") == 0) {
 			rc = fab_link_updown(&f, l, op[0] == 'u') == 0 ? 0 : 1;
-		} else if (strcmp(op, "loss") == 0 && optind + 2 < argc) {
-			double pct = strtod(argv[optind + 2], &end);
-
-			if (*end != '\0' || !(pct >= 0 && pct <= 100))
-				fprintf(stderr, "c4fabric: bad loss %s\n",
-					argv[optind + 2]);
-			else
-				rc = fab_link_loss(&f, l, pct) == 0 ? 0 : 1;
+		} else if (strcmp(op, "loss") == 0 ||
+			   strcmp(op, "burst") == 0 ||
+			   strcmp(op, "delay") == 0) {
+			rc = fab_impair(&f, op, l, argc, argv, optind + 2);
+			if (rc == 2)
+				usage(stderr);
 		} else {
 			usage(stderr);
 			rc = 2;
@@ -554,6 +600,13 @@ main(int argc, char **argv)
 				     : 1;
 		else
 			usage(stderr);
+	} else if (strcmp(cmd, "switch") == 0 && optind + 1 < argc &&
+		   (strcmp(argv[optind], "down") == 0 ||
+		    strcmp(argv[optind], "up") == 0)) {
+		rc = fab_switch_updown(&f, argv[optind + 1],
+				       argv[optind][0] == 'u') == 0
+			     ? 0
+			     : 1;
 	} else if (strcmp(cmd, "exec") == 0 && optind + 2 < argc &&
 		   strcmp(argv[optind + 1], "--") == 0) {
 		char ns[FAB_NS_MAX];

@@ -103,4 +103,22 @@ void plan_tc(const struct fab *f, enum fab_node kind, uint32_t id,
 /* Per-switch hash seed, derived from --seed and the switch (never 0). */
 uint32_t plan_seed(const struct fab *f, enum fab_node kind, uint32_t id);
 
+/* ---- fault.c */
+/* Which way of a cable an impairment hits: leaf->spine, spine->leaf. */
+enum fault_dir { FAULT_BOTH, FAULT_UP, FAULT_DOWN };
+/*
+ * Drops pct percent of the packets arriving over cable l in dir (an
+ * nftables ingress chain on the receiving end, replacing what that end
+ * had; pct 0 removes it). burst 0: each packet at random; burst N: N
+ * consecutive packets of every N * 100 / pct (a burst pattern). 0 or -1.
+ */
+int fault_drop(const struct fab *f, uint32_t l, enum fault_dir dir, double pct,
+	       unsigned burst);
+/*
+ * Delays packets sent over cable l in dir by ms (a netem qdisc under the
+ * sending end's tbf; 0 removes it). -1 when tc refuses, as it does on a
+ * kernel without sch_netem.
+ */
+int fault_delay(const struct fab *f, uint32_t l, enum fault_dir dir, double ms);
+
 #endif /* C4_FABRIC_H */

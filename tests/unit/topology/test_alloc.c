@@ -490,16 +490,22 @@ START_TEST(test_port_down)
 	ck_assert_int_eq(
 		alloc_request(f.a, "p", 1, 0, 60, q, 2, r, err, sizeof(err)),
 		0);
-	/* the destination's left port fails: its QP has no same-side path */
+	/* the destination's left port fails: its QP has no left path, and
+	 * the bond fails over to the right ports */
 	ck_assert_int_eq(
 		alloc_port_set(f.a, r[0].path.dst_port, false, &ch, &nch), 0);
 	ck_assert_uint_eq(nch, 1);
-	ck_assert_uint_eq(ch[0].kind, ALLOC_STRANDED);
+	ck_assert_uint_eq(ch[0].kind, ALLOC_MOVED);
 	ck_assert_uint_eq(ch[0].index, 0);
+	ck_assert(ch[0].fallback);
+	ck_assert_uint_eq(ch[0].new_side, TOPO_RIGHT);
+	ck_assert_uint_eq(f.t->ports[ch[0].new_path.src_port].side, TOPO_RIGHT);
 	free(ch);
 	ck_assert_int_eq(
 		alloc_port_set(f.a, r[0].path.dst_port, true, &ch, &nch), 0);
 	ck_assert_uint_eq(nch, 1);
+	ck_assert(!ch[0].fallback);
+	ck_assert_uint_eq(ch[0].new_side, TOPO_LEFT);
 	free(ch);
 	fx_free(&f);
 }
@@ -579,6 +585,299 @@ START_TEST(test_side_any_balances)
 	ck_assert_uint_eq(side[0], 3);
 	ck_assert_uint_eq(side[1], 3);
 	ck_assert_uint_eq(r[0].side, TOPO_LEFT);
+	fx_free(&f);
+}
+END_TEST
+
+/* Every placed QP's port maps to its path in the catalog, and is healthy. */
+static void
+consistent(struct alloc *a, struct catalog *c, const struct topo *t)
+{
+	struct alloc_record rec;
+	size_t cur = 0;
+
+	while (alloc_next(a, &cur, &rec) == 1) {
+		struct catalog_key k = {rec.req.sip, rec.req.dip, rec.side};
+		const struct catalog_entry *e = catalog_find(c, &k);
+		bool found = false;
+
+		if (rec.stranded)
+			continue;
+		ck_assert(path_healthy(t, &rec.path));
+		ck_assert_ptr_nonnull(e);
+		for (uint32_t i = 0; i < e->n; i++)
+			if (e->recs[i].sport == rec.sport)
+				found = path_equal(&e->recs[i].path, &rec.path);
+		ck_assert_msg(found, "QP %llu: port %u does not take its path",
+			      (unsigned long long)rec.qp_id, rec.sport);
+	}
+}
+
+/* One probe record of h0/nic0 -> h2/nic0, left, over spine sp. */
+static void
+probe_rec(struct catalog *c, uint16_t sport, uint32_t sp)
+{
+	struct probe_result p = {0};
+	char err[TOPO_ERR_MAX];
+
+	p.src_ip = tfab_ip(0, 0, 0, false);
+	p.dst_ip = tfab_ip(2, 0, 0, false);
+	p.side = p.dst_side = TOPO_LEFT;
+	p.sport = sport;
+	p.hops = 3;
+	p.src_leaf = 0;
+	p.spine = sp;
+	p.dst_leaf = 2;
+	p.up_link = p.down_link = TOPO_NONE;
+	ck_assert_int_eq(catalog_add_probe(c, &p, err, sizeof(err)), 0);
+}
+
+/*
+ * A probe round replaces a pair's ports (the switches rehashed): the port
+ * a QP holds now takes another path. Rebalancing never swaps the port of
+ * a QP whose path stays (that would be a change nobody is told of), and
+ * alloc_recheck places the stale QPs again, reporting every move.
+ */
+START_TEST(test_port_never_changes_silently)
+{
+	struct topo *t = tfab_new(2, 1, false);
+	struct catalog *c = catalog_new(t, NULL);
+	struct alloc *a = alloc_new(t, c);
+	struct catalog_key k = {tfab_ip(0, 0, 0, false),
+				tfab_ip(2, 0, 0, false), TOPO_LEFT};
+	struct alloc_qp_req q[2];
+	struct alloc_qp_res r[2], r2[2];
+	struct alloc_change *ch;
+	char err[TOPO_ERR_MAX];
+	size_t nch, i;
+
+	probe_rec(c, 60000, 0);
+	probe_rec(c, 60001, 1);
+	qps(q, 2, 0, 0, 2, 0, false);
+	q[1] = q[0];
+	ck_assert_int_eq(
+		alloc_request(a, "x", 1, 0, 60, q, 2, r, err, sizeof(err)), 0);
+	ck_assert_uint_ne(r[0].sport, r[1].sport);
+	ck_assert_int_eq(alloc_recheck(a, &ch, &nch), 0);
+	ck_assert_uint_eq(nch, 0); /* nothing stale */
+	/* the round: 60000 now takes spine1, 60002 spine0, 60001 gone */
+	ck_assert_int_eq(catalog_drop(c, &k), 0);
+	probe_rec(c, 60000, 1);
+	probe_rec(c, 60002, 0);
+	/* rebalancing alone must not hand out 60002 for spine0 silently */
+	ck_assert_int_eq(alloc_rebalance(a, 100, &ch, &nch), 0);
+	ck_assert_int_eq(alloc_lookup(a, "x", r2, 2), 0);
+	for (i = 0; i < 2; i++) {
+		bool told = false;
+
+		for (size_t j = 0; j < nch; j++)
+			told |= ch[j].index == i &&
+				ch[j].new_sport == r2[i].sport;
+		ck_assert(r2[i].sport == r[i].sport || told);
+	}
+	free(ch);
+	/* both QPs are stale: each is placed again and reported */
+	ck_assert_int_eq(alloc_recheck(a, &ch, &nch), 0);
+	ck_assert_uint_eq(nch, 2);
+	for (i = 0; i < nch; i++) {
+		ck_assert_uint_eq(ch[i].kind, ALLOC_MOVED);
+		ck_assert_uint_ne(ch[i].new_sport, 60001);
+	}
+	free(ch);
+	consistent(a, c, t);
+	/* the spines are spread again: one QP per spine */
+	ck_assert_int_eq(alloc_lookup(a, "x", r2, 2), 0);
+	ck_assert_uint_ne(path_spine(t, &r2[0].path),
+			  path_spine(t, &r2[1].path));
+	ck_assert_int_eq(alloc_recheck(a, &ch, &nch), 0);
+	ck_assert_uint_eq(nch, 0);
+	alloc_free(a);
+	catalog_free(c);
+	topo_free(t);
+}
+END_TEST
+
+/*
+ * The holder's word: a request's answer and a matching report confirm the
+ * port; a move leaves it pending until the holder reports the new port; a
+ * report of another port is a disagreement.
+ */
+START_TEST(test_confirm_pending)
+{
+	struct fx f;
+	struct alloc_qp_req q[2];
+	struct alloc_qp_res r[2];
+	struct alloc_change *ch;
+	struct alloc_stats st;
+	struct alloc_record rec;
+	char err[TOPO_ERR_MAX];
+	size_t nch, cur = 0;
+
+	fx_init(&f, 4, 1, true);
+	qps(q, 2, 0, 0, 2, 0, true);
+	ck_assert_int_eq(
+		alloc_request(f.a, "c", 1, 0, 60, q, 2, r, err, sizeof(err)),
+		0);
+	alloc_stats(f.a, &st);
+	ck_assert_uint_eq(st.pending, 0);
+	ck_assert_int_eq(alloc_link_set(f.a, r[0].path.up, false, &ch, &nch),
+			 0);
+	ck_assert_uint_eq(nch, 1);
+	alloc_stats(f.a, &st);
+	ck_assert_uint_eq(st.pending, 1);
+	while (alloc_next(f.a, &cur, &rec) == 1 && rec.index != 0)
+		;
+	ck_assert_uint_eq(rec.conf_sport, r[0].sport);
+	ck_assert_uint_eq(rec.sport, ch[0].new_sport);
+	ck_assert_int_eq(alloc_confirm(f.a, "c", 0, r[0].sport), 1);
+	ck_assert_int_eq(alloc_confirm(f.a, "c", 0, ch[0].new_sport), 0);
+	alloc_stats(f.a, &st);
+	ck_assert_uint_eq(st.pending, 0);
+	ck_assert_int_eq(alloc_confirm(f.a, "c", 2, 1), -ENOENT);
+	ck_assert_int_eq(alloc_confirm(f.a, "nope", 0, 1), -ENOENT);
+	free(ch);
+	fx_free(&f);
+}
+END_TEST
+
+/* The cables of leaf l to spines [from, to), for a batch. */
+static size_t
+leaf_cables(const struct topo *t, uint32_t l, uint32_t from, uint32_t to,
+	    uint32_t *v, bool *up, bool state)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < t->nlinks; i++)
+		if (t->links[i].leaf == l && t->links[i].spine >= from &&
+		    t->links[i].spine < to) {
+			v[n] = i;
+			up[n++] = state;
+		}
+	return n;
+}
+
+/* A bonded 4-spine fabric with request id: 8 QPs h0/nic0 -> h2/nic0. */
+static void
+fx_eight(struct fx *f, const char *id, struct alloc_qp_res *r)
+{
+	struct alloc_qp_req q[8];
+	char err[TOPO_ERR_MAX];
+
+	fx_init(f, 4, 1, true);
+	qps(q, 8, 0, 0, 2, 0, true);
+	ck_assert_int_eq(
+		alloc_request(f->a, id, 1, 0, 60, q, 8, r, err, sizeof(err)),
+		0);
+}
+
+/*
+ * A whole side down (every uplink of the left leaf): no QP is stranded,
+ * the left QPs fail over to the right ports, and return when the side
+ * recovers. No move lands on a cable the same batch takes down.
+ */
+START_TEST(test_fallback_and_return)
+{
+	struct fx f;
+	struct alloc_qp_res r[8];
+	struct alloc_change *ch;
+	struct alloc_stats st;
+	char err[TOPO_ERR_MAX];
+	uint32_t v[16];
+	bool up[16];
+	size_t nch, n, i;
+
+	fx_eight(&f, "f", r);
+	n = leaf_cables(f.t, 0, 0, 4, v, up, false);
+	ck_assert_int_eq(alloc_links_set(f.a, v, up, n, &ch, &nch), 0);
+	ck_assert_uint_eq(nch, 4); /* the left QPs, once each */
+	for (i = 0; i < nch; i++) {
+		ck_assert_uint_eq(ch[i].kind, ALLOC_MOVED);
+		ck_assert(ch[i].fallback);
+		ck_assert_uint_eq(ch[i].old_side, TOPO_LEFT);
+		ck_assert_uint_eq(ch[i].new_side, TOPO_RIGHT);
+		ck_assert(path_healthy(f.t, &ch[i].new_path));
+	}
+	free(ch);
+	alloc_stats(f.a, &st);
+	ck_assert_uint_eq(st.stranded, 0);
+	ck_assert_uint_eq(st.fallback, 4);
+	ck_assert_int_eq(alloc_lookup(f.a, "f", r, 8), 0);
+	for (i = 0; i < 8; i++) {
+		ck_assert_uint_eq(r[i].side, TOPO_RIGHT);
+		ck_assert_uint_eq(r[i].home_side, i % 2);
+		ck_assert_int_eq(r[i].fallback, i % 2 == 0);
+	}
+	consistent(f.a, f.c, f.t);
+	/* a restart keeps the failover and its home side */
+	{
+		struct fx g;
+		struct alloc_record recs[8];
+		size_t cur = 0, k = 0;
+		struct alloc_qp_res r2[8];
+
+		while (alloc_next(f.a, &cur, &recs[k]) == 1)
+			k++;
+		fx_init(&g, 4, 1, true);
+		for (i = 0; i < n; i++) {
+			ck_assert_int_eq(
+				alloc_link_set(g.a, v[i], false, &ch, &nch), 0);
+			free(ch);
+		}
+		ck_assert_int_eq(alloc_restore(g.a, recs, k, err, sizeof(err)),
+				 0);
+		ck_assert_int_eq(alloc_lookup(g.a, "f", r2, 8), 0);
+		ck_assert_mem_eq(r, r2, sizeof(r));
+		fx_free(&g);
+	}
+	/* the side recovers (two cables in one batch): they go home */
+	n = leaf_cables(f.t, 0, 0, 2, v, up, true);
+	ck_assert_int_eq(alloc_links_set(f.a, v, up, n, &ch, &nch), 0);
+	ck_assert_uint_eq(nch, 4);
+	for (i = 0; i < nch; i++) {
+		ck_assert(!ch[i].fallback);
+		ck_assert_uint_eq(ch[i].new_side, TOPO_LEFT);
+		ck_assert(path_healthy(f.t, &ch[i].new_path));
+	}
+	free(ch);
+	alloc_stats(f.a, &st);
+	ck_assert_uint_eq(st.fallback, 0);
+	consistent(f.a, f.c, f.t);
+	fx_free(&f);
+}
+END_TEST
+
+/*
+ * Three of four uplinks fail in one batch: every QP on them moves straight
+ * to the last one, none through a cable of the same batch.
+ */
+START_TEST(test_batch_ordering)
+{
+	struct fx f;
+	struct alloc_qp_res r[8];
+	struct alloc_change *ch;
+	uint32_t v[16];
+	bool up[16];
+	size_t nch, n, i, j;
+
+	fx_eight(&f, "b", r);
+	n = leaf_cables(f.t, 0, 0, 3, v, up, false);
+	ck_assert_int_eq(alloc_links_set(f.a, v, up, n, &ch, &nch), 0);
+	ck_assert_uint_eq(nch, 3); /* left QPs on spines 0-2, once each */
+	for (i = 0; i < nch; i++) {
+		ck_assert_uint_eq(ch[i].kind, ALLOC_MOVED);
+		ck_assert(!ch[i].fallback);
+		for (j = 0; j < n; j++)
+			ck_assert(!path_uses_link(&ch[i].new_path, v[j]));
+		for (j = 0; j < i; j++)
+			ck_assert_uint_ne(ch[i].qp_id, ch[j].qp_id);
+	}
+	free(ch);
+	/* a bad id refuses the whole batch */
+	v[0] = f.t->nlinks;
+	up[0] = true;
+	ck_assert_int_eq(alloc_links_set(f.a, v, up, n, &ch, &nch), -EINVAL);
+	ck_assert(!f.t->links[v[1]].up);
+	consistent(f.a, f.c, f.t);
 	fx_free(&f);
 }
 END_TEST
@@ -674,6 +973,10 @@ main(void)
 	tcase_add_test(tc, test_probe_only_catalog);
 	tcase_add_test(tc, test_side_any_balances);
 	tcase_add_test(tc, test_restore_from_records);
+	tcase_add_test(tc, test_port_never_changes_silently);
+	tcase_add_test(tc, test_confirm_pending);
+	tcase_add_test(tc, test_fallback_and_return);
+	tcase_add_test(tc, test_batch_ordering);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -90,11 +90,13 @@ START_TEST(test_small_files)
 		"leaves:\n"
 		"  - {name: a, pod: 1}\n"
 		"  - {name: b, pod: 1}\n"
+		"  - {name: c, pod: 2}\n"
 		"spines:\n"
 		"  - {name: s, pod: 1}\n"
 		"  - {name: other, pod: 2}\n"
 		"links:\n"
 		"  - {leaf: '*', spine: s, count: 2, gbps: 400}\n"
+		"  - {leaf: c, spine: other, count: 1, gbps: 400}\n"
 		"hosts:\n"
 		"  - name: h\n"
 		"    nics:\n"
@@ -106,8 +108,8 @@ START_TEST(test_small_files)
 	struct topo *t;
 
 	ck_assert_int_eq(load(ok, &t, &d), 0);
-	ck_assert_uint_eq(t->nlinks, 4); /* 'other' is in another pod */
-	ck_assert_uint_eq(t->nbundles, 2);
+	ck_assert_uint_eq(t->nlinks, 5); /* '*' skips pod 2 */
+	ck_assert_uint_eq(t->nbundles, 3);
 	ck_assert(!t->nics[0].bonded);
 	ck_assert_uint_eq(topo_port_by_ip(t, 0x0a000002, TOPO_RIGHT),
 			  t->nics[0].port[TOPO_RIGHT]);
@@ -129,11 +131,35 @@ START_TEST(test_small_files)
 			      "1.2.3.4}, colour: red}\n",
 			      &t, &d),
 			 -1);
-	ck_assert_uint_eq(d.n, 2);
+	ck_assert_uint_eq(d.n, 3);
+	ck_assert_ptr_nonnull(strstr(d.msgs[0], "leaf a carries host ports"));
 	ck_assert_ptr_nonnull(
-		strstr(d.msgs[0], "missing required key 'right'"));
-	ck_assert_ptr_nonnull(strstr(d.msgs[1], "mem.yaml:5:58: unknown key "
+		strstr(d.msgs[1], "missing required key 'right'"));
+	ck_assert_ptr_nonnull(strstr(d.msgs[2], "mem.yaml:5:58: unknown key "
 						"'colour'"));
+	cfg_diag_free(&d);
+
+	/* a leaf with host ports and no uplink, a spine without cables */
+	ck_assert_int_eq(load("leaves: [{name: a}, {name: b}, {name: c}]\n"
+			      "spines: [{name: s}, {name: t}]\n"
+			      "links:\n"
+			      "  - {leaf: a, spine: s, count: 1, gbps: 1}\n"
+			      "  - {leaf: c, spine: s, count: 1, gbps: 1}\n"
+			      "hosts:\n"
+			      "  - name: h\n"
+			      "    nics:\n"
+			      "      - {name: n, gbps: 1, left: {leaf: a, ip: "
+			      "1.2.3.4}, right: {leaf: b, ip: 1.2.3.5}}\n",
+			      &t, &d),
+			 -1);
+	ck_assert_ptr_null(t);
+	ck_assert_uint_eq(d.n, 2);
+	ck_assert_str_eq(d.msgs[0],
+			 "mem.yaml:1:21: leaf b carries host ports but has no "
+			 "uplink: its hosts could reach no other leaf");
+	ck_assert_str_eq(d.msgs[1],
+			 "mem.yaml:2:21: spine t has no cables (no link names "
+			 "it)");
 	cfg_diag_free(&d);
 
 	/* empty lists */
