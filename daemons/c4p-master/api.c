@@ -505,7 +505,7 @@ api_qp_load(struct c4p *p, const struct api_from *from,
 	p->st.qp_load_qps += u->n_qps;
 	if (u->job_id == NULL)
 		return 0;
-	if (api_job_allowed(from, u->job_id, "QP report", err) < 0)
+	if (api_job_allowed(p, from, u->job_id, "QP report", err) < 0)
 		return -1;
 	job = jobs_id(p->jobs, u->job_id, 0);
 	for (size_t i = 0; job != 0 && i < u->n_qps; i++) {
