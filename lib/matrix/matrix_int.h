@@ -186,6 +186,7 @@ struct cbase {
 	uint8_t warm;
 	uint8_t have_prev; /* rprev and zprev hold a sample */
 	uint8_t twarm;	   /* clean tail samples */
+	uint8_t hmask;	   /* raw slowed samples, bit 0 the last one */
 	float rprev;	   /* raw r and z of the last sample and the one */
 	float zprev;	   /* before: a cell is slowed only when slowed */
 	float rprev2;	   /* in one of them too */

@@ -9,6 +9,11 @@
 
 #include "matrix_int.h"
 
+/* hmask bits of the samples four to six intervals before */
+#define SPIKE_FAR 0x38u
+/* hmask bits of the samples two to seven intervals before */
+#define SPIKE_EARLIER 0x7eu
+
 /*
  * Is w's raw sample slowed (the hot rule of a warm cell, before the spike
  * filter)?
@@ -46,7 +51,12 @@ spike_alike(const struct work *w, const struct cbase *b)
  * values are kept in b for the next samples and for the baseline's
  * update. Before a first sample, earlier ones count as not slowed. With
  * now set (corroborated in this interval, spike_corroborated()) the
- * sample counts as it is. w->pre says the filter let a slowed sample
+ * sample counts as it is, and so does a slowed one while the job's spike
+ * rate is low (spike_begin()) and the cell was slowed four to six
+ * samples before: a sparse flapping fault, whose hits come more than
+ * three intervals apart, still adds up to the flap rule (persist.c),
+ * while two spikes that far apart are rare where spikes are rare.
+ * w->pre says the filter let a slowed sample
  * through because the one just before it was slowed too: the evidence
  * then spans two intervals, and persistence counts both (cand.c).
  */
@@ -60,13 +70,15 @@ spike_filter(struct matrix *m, struct cbase *b, struct work *w, int now)
 		b->rprev = b->zprev = b->rprev2 = b->zprev2 = b->rprev3 =
 			b->zprev3 = 0.0f;
 	was = b->rprev >= m->lmin && b->zprev >= (float)m->p.z_min;
+	/* only an isolated spike counts: a flapping cell is no noise */
 	if (m->cbase[w->cell].warm >= m->p.warm_intervals)
-		spike_note(&m->spc, hot, was);
+		spike_note(&m->spc, hot, was && !(b->hmask & SPIKE_EARLIER));
 	w->pre = m->spc.fast && !now && hot && was && spike_alike(w, b);
-	if (!now) {
+	if (!now && !(m->spc.fast && hot && (b->hmask & SPIKE_FAR))) {
 		w->r = fminf(r, fmaxf(b->rprev, fmaxf(b->rprev2, b->rprev3)));
 		w->z = fminf(z, fmaxf(b->zprev, fmaxf(b->zprev2, b->zprev3)));
 	}
+	b->hmask = (uint8_t)((b->hmask << 1) | (hot != 0));
 	b->rprev3 = b->rprev2;
 	b->zprev3 = b->zprev2;
 	b->rprev2 = b->rprev;
