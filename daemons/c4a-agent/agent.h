@@ -245,6 +245,7 @@ struct prober_stats {
 	uint64_t reached;  /* of which from the destination */
 	uint64_t timeouts; /* probes never answered */
 	uint64_t stray;	   /* answers matching no running probe */
+	uint64_t rehashed; /* (port, TTL)s answered from two addresses */
 	uint64_t queued;   /* tasks waiting now */
 	uint64_t active;   /* tasks running now */
 };
