@@ -129,6 +129,27 @@ linkest_clear(struct linkest *e)
 	memset(e->est, 0, e->nelem * sizeof(*e->est));
 }
 
+/*
+ * Makes room for one more element of size in *v (*cap elements, n used),
+ * doubling from first; 0 or -1 without memory (*v unchanged).
+ */
+static int
+linkest_grow(void **v, size_t *cap, size_t n, size_t size, size_t first)
+{
+	size_t nc;
+	void *g;
+
+	if (n < *cap)
+		return 0;
+	nc = *cap ? 2 * *cap : first;
+	g = realloc(*v, nc * size);
+	if (g == NULL)
+		return -1;
+	*v = g;
+	*cap = nc;
+	return 0;
+}
+
 int
 linkest_add(struct linkest *e, uint32_t src_port, uint8_t ttl, uint32_t up,
 	    uint32_t down, uint32_t sent, uint32_t received, double rtt_us)
@@ -146,15 +167,8 @@ linkest_add(struct linkest *e, uint32_t src_port, uint8_t ttl, uint32_t up,
 	if (ttl == 3 &&
 	    (down >= t->nlinks || t->links[down].spine != t->links[up].spine))
 		return down == TOPO_NONE ? 0 : -1;
-	if (r->n == r->cap) {
-		size_t nc = r->cap ? 2 * r->cap : 256;
-		void *g = realloc(r->g, nc * sizeof(*r->g));
-
-		if (g == NULL)
-			return -1;
-		r->g = g;
-		r->cap = nc;
-	}
+	if (linkest_grow((void **)&r->g, &r->cap, r->n, sizeof(*r->g), 256) < 0)
+		return -1;
 	r->g[r->n++] = (struct linkest_grp){
 		.port = src_port,
 		.up = ttl >= 2 ? up : TOPO_NONE,
@@ -189,15 +203,9 @@ linkest_alt_push(struct linkest_round *r, uint32_t e0, uint32_t e1, uint32_t e2)
 {
 	struct linkest_alt *a;
 
-	if (r->nalt == r->capalt) {
-		size_t nc = r->capalt ? 2 * r->capalt : 1024;
-		void *g = realloc(r->alt, nc * sizeof(*r->alt));
-
-		if (g == NULL)
-			return -1;
-		r->alt = g;
-		r->capalt = nc;
-	}
+	if (linkest_grow((void **)&r->alt, &r->capalt, r->nalt, sizeof(*r->alt),
+			 1024) < 0)
+		return -1;
 	a = &r->alt[r->nalt++];
 	a->n = 0;
 	if (e0 != TOPO_NONE)

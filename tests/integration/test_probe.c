@@ -27,7 +27,6 @@
 #define OPS_TOKEN   "operator-token-0001"
 #define AGENT_TOKEN "agent-token-probe-01"
 #define CCL_TOKEN   "ccl-token-any-job-01"
-#define PREFIX	    "c4pt-"
 #define HOSTS	    8
 #define INTERVAL_MS 3000
 #define TOPO_FILE   "topology/fabric-8h4l4s.yaml"
@@ -36,6 +35,8 @@
 static const char *fabric_bin;
 static struct topo *topo;
 static const char *topo_file = TOPO_FILE;
+/* Namespace prefix, unique per run: parallel runs must not collide. */
+static char prefix[32];
 
 /* Makes file the fabric of the next test: loads it into topo. */
 static void
@@ -60,7 +61,7 @@ fabric(const char *a1, const char *a2, const char *a3, const char *a4)
 			(char *)"-t",
 			(char *)th_data(topo_file),
 			(char *)"-p",
-			(char *)PREFIX,
+			(char *)prefix,
 			(char *)a1,
 			(char *)a2,
 			(char *)a3,
@@ -174,7 +175,7 @@ agree(const struct th_daemon *m, uint32_t a, uint32_t b)
 		topo_ip_format(t->ports[port].ip, sip, sizeof(sip));
 		topo_ip_format(t->ports[t->nics[dnic].port[s]].ip, dip,
 			       sizeof(dip));
-		snprintf(ns, sizeof(ns), PREFIX "%s", sl);
+		snprintf(ns, sizeof(ns), "%s%s", prefix, sl);
 		snprintf(iif, sizeof(iif), "p%u", port);
 		if (sp[0] == '\0') { /* same leaf: out of its port to b */
 			ck_assert_str_eq(sl, dl);
@@ -192,7 +193,7 @@ agree(const struct th_daemon *m, uint32_t a, uint32_t b)
 			strcmp(t->spines[t->links[up].spine].name, sp) == 0,
 			"sport %u %s->%s: kernel via %s, catalog %s", sport,
 			sip, dip, t->spines[t->links[up].spine].name, sp);
-		snprintf(ns, sizeof(ns), PREFIX "%s", sp);
+		snprintf(ns, sizeof(ns), "%s%s", prefix, sp);
 		snprintf(iif, sizeof(iif), "c%u", up);
 		down = (uint32_t)route_dev(ns, dip, sip, iif, sport, 'c');
 		ck_assert_msg(down < t->nlinks, "%s: no cable for sport %u", ns,
@@ -243,13 +244,13 @@ start_all(struct th_daemon *m, struct th_daemon *ag)
 			 "c4p:\n"
 			 "  address: %s\n"
 			 "  token: " AGENT_TOKEN "\n"
-			 "  probe_netns: " PREFIX "host%d\n"
+			 "  probe_netns: %shost%d\n"
 			 "  probe_rate: 20000\n"
 			 "credentials:\n"
 			 "  - {name: ops, token: " OPS_TOKEN ", roles: [ctl]}\n"
 			 "log:\n"
 			 "  level: debug\n",
-			 h, m->tcp, h);
+			 h, m->tcp, prefix, h);
 		ck_assert_int_eq(th_start(&ag[h], "c4a-agent", conf), 0);
 	}
 }
@@ -540,6 +541,7 @@ main(void)
 	SRunner *sr;
 	int failed;
 
+	snprintf(prefix, sizeof(prefix), "c4pt%d-", (int)(getpid() % 100000));
 	fabric_bin = getenv("C4_FABRIC");
 	if (fabric_bin == NULL)
 		fabric_bin = th_bin("tools/c4fabric/c4fabric");

@@ -299,6 +299,21 @@ START_TEST(test_gray_10)
 }
 END_TEST
 
+/* A tfab with 2 spines x 2 cables where element elem drops p, 3 rounds. */
+static struct linkest *
+sim_rounds(struct sim *s, uint64_t seed, uint32_t elem, double p)
+{
+	struct linkest *e;
+
+	*s = sim_new(2, 2, seed);
+	e = linkest_new(s->t, NULL);
+	ck_assert_ptr_nonnull(e);
+	s->loss[elem] = p;
+	for (int round = 0; round < 3; round++)
+		sim_round(s, e);
+	return e;
+}
+
 /*
  * Loss on the return direction only (spine to leaf) of one cable: the
  * answers of its sibling's probes that come back over it are lost, yet
@@ -307,13 +322,10 @@ END_TEST
  */
 START_TEST(test_blame_return)
 {
-	struct sim s = sim_new(2, 2, 99);
-	struct linkest *e = linkest_new(s.t, NULL);
+	struct sim s;
 	uint32_t bad = 1, sib = 0;
+	struct linkest *e = sim_rounds(&s, 99, 2 * bad + LINKEST_DOWN, 0.05);
 
-	s.loss[2 * bad + LINKEST_DOWN] = 0.05;
-	for (int round = 0; round < 3; round++)
-		sim_round(&s, e);
 	ck_assert_int_eq(linkest_judge(e, sib, LINKEST_OK, NULL), LINKEST_OK);
 	ck_assert(linkest_elem(e, 2 * sib + LINKEST_UP)->hi < 0.01);
 	ck_assert(linkest_elem(e, 2 * sib + LINKEST_DOWN)->hi < 0.01);
@@ -333,13 +345,10 @@ END_TEST
 /* Forward loss only (leaf to spine): blamed on that direction alone. */
 START_TEST(test_blame_forward)
 {
-	struct sim s = sim_new(2, 2, 5);
-	struct linkest *e = linkest_new(s.t, NULL);
+	struct sim s;
 	uint32_t bad = 4; /* leaf1-spine0, first cable */
+	struct linkest *e = sim_rounds(&s, 5, 2 * bad + LINKEST_UP, 0.05);
 
-	s.loss[2 * bad + LINKEST_UP] = 0.05;
-	for (int round = 0; round < 3; round++)
-		sim_round(&s, e);
 	ck_assert(linkest_elem(e, 2 * bad + LINKEST_UP)->lo > 0.03);
 	ck_assert(linkest_elem(e, 2 * bad + LINKEST_DOWN)->hi < 0.01);
 	for (uint32_t l = 0; l < s.t->nlinks; l++)
@@ -356,12 +365,10 @@ END_TEST
  */
 START_TEST(test_port_loss_blames_no_cable)
 {
-	struct sim s = sim_new(2, 1, 3);
-	struct linkest *e = linkest_new(s.t, NULL);
+	struct sim s;
+	struct linkest *e = sim_rounds(&s, 3, 2 * 16 /* port 0 */, 0.2);
 
-	s.loss[2 * s.t->nlinks + 0] = 0.2;
-	for (int round = 0; round < 3; round++)
-		sim_round(&s, e);
+	ck_assert_uint_eq(s.t->nlinks, 16);
 	for (uint32_t l = 0; l < s.t->nlinks; l++)
 		ck_assert_int_eq(linkest_judge(e, l, LINKEST_OK, NULL),
 				 LINKEST_OK);
