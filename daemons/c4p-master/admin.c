@@ -28,10 +28,12 @@
 static const char *
 admin_link_reason(const struct catalog_link *cl, char *buf, size_t len)
 {
-	snprintf(buf, len,
-		 "probe loss %.3f%% [%.3f%%, %.3f%%], weight %.3f, rtt %.0f us",
-		 cl->loss * 100, cl->loss_lo * 100, cl->loss_hi * 100,
-		 cl->weight, cl->rtt_us);
+	snprintf(
+		buf, len,
+		"probe loss %.3f%% [%.3f%%, %.3f%%], weight %.3f, rtt %.0f us, "
+		"queue %.0f us",
+		cl->loss * 100, cl->loss_lo * 100, cl->loss_hi * 100,
+		cl->weight, cl->rtt_us, cl->queue_us);
 	return buf;
 }
 

@@ -659,6 +659,7 @@ probes_record(struct probes *pb, uint32_t l, uint8_t st, double w)
 	v.loss_lo = x->lo;
 	v.loss_hi = x->hi;
 	v.rtt_us = u->rtt_us;
+	v.queue_us = u->queue_us > d->queue_us ? u->queue_us : d->queue_us;
 	if (st != v.state || w != v.weight)
 		v.since_ns = clock_ns(CLOCK_REALTIME);
 	v.state = st;
@@ -899,7 +900,8 @@ probes_new(struct c4p *p)
 			   .loss_down = p->conf->probe.loss_down,
 			   .loss_recover = p->conf->probe.loss_recover,
 			   .min_probes = (double)p->conf->probe.min_probes,
-			   .gbn_window = (uint32_t)p->conf->probe.gbn_window});
+			   .gbn_window = (uint32_t)p->conf->probe.gbn_window,
+			   .queue_us = (double)p->conf->probe.queue_delay_us});
 	pb->tick = event_new(p->dmn->base, -1, EV_PERSIST, probes_tick_cb, pb);
 	pb->deadline = evtimer_new(p->dmn->base, probes_deadline_cb, pb);
 	if (pb->agents == NULL || pb->seen == NULL || pb->marked == NULL ||

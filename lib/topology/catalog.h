@@ -82,7 +82,8 @@ struct probe_result {
  * traffic at weight (the share of its capacity it delivers, 0 < weight <
  * 1); down with weight 0.  Loss figures are fractions of the worse
  * direction with their confidence bounds; rtt_us the mean RTT of probe
- * answers that crossed it last (0: none).
+ * answers that crossed it last (0: none), queue_us the queueing delay
+ * they saw on it (linkest.h).
  */
 enum catalog_link_state {
 	CATALOG_LINK_UP = 0,
@@ -95,6 +96,7 @@ struct catalog_link {
 	double weight;
 	double loss, loss_lo, loss_hi;
 	double rtt_us;
+	double queue_us;   /* queueing delay of the busier direction */
 	uint64_t since_ns; /* when state last changed, the caller's clock */
 };
 

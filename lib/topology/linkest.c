@@ -38,7 +38,7 @@ struct linkest {
 	uint32_t *bidx; /* [leaf * nspines + spine]: bundle or TOPO_NONE */
 	struct linkest_round r[LINKEST_WINDOW_MAX];
 	uint32_t cur; /* the slot being filled */
-	double *q, *reach, *lostat, *rtt, *rttn;
+	double *q, *reach, *lostat, *rtt, *rttn, *qd, *qdn;
 	struct linkest_dir *est;
 	struct linkest_stats st;
 };
@@ -62,6 +62,8 @@ linkest_defaults(struct linkest_conf *c)
 		c->min_probes = 50;
 	if (c->gbn_window == 0)
 		c->gbn_window = 128;
+	if (c->queue_us <= 0)
+		c->queue_us = 1000;
 }
 
 struct linkest *
@@ -87,10 +89,12 @@ linkest_new(const struct topo *t, const struct linkest_conf *conf)
 	e->lostat = calloc(e->nelem + 1, sizeof(double));
 	e->rtt = calloc(e->nelem + 1, sizeof(double));
 	e->rttn = calloc(e->nelem + 1, sizeof(double));
+	e->qd = calloc(e->nelem + 1, sizeof(double));
+	e->qdn = calloc(e->nelem + 1, sizeof(double));
 	e->est = calloc(e->nelem + 1, sizeof(*e->est));
 	if (e->bidx == NULL || e->q == NULL || e->reach == NULL ||
 	    e->lostat == NULL || e->rtt == NULL || e->rttn == NULL ||
-	    e->est == NULL) {
+	    e->qd == NULL || e->qdn == NULL || e->est == NULL) {
 		linkest_free(e);
 		return NULL;
 	}
@@ -117,6 +121,8 @@ linkest_free(struct linkest *e)
 	free(e->lostat);
 	free(e->rtt);
 	free(e->rttn);
+	free(e->qd);
+	free(e->qdn);
 	free(e->est);
 	free(e);
 }
@@ -437,19 +443,50 @@ linkest_iterate(struct linkest *e, double *w)
 	return most;
 }
 
-/* The RTT of the answers that crossed each element forward last. */
+/*
+ * The control of g in its (sorted, closed) round: the same port's group
+ * one TTL shorter (TTL 1 for TTL 2; TTL 2 through the same up cable for
+ * TTL 3); NULL when none was answered.
+ */
+static const struct linkest_grp *
+linkest_control(const struct linkest_round *r, const struct linkest_grp *g)
+{
+	struct linkest_grp k = {.port = g->port,
+				.ttl = (uint8_t)(g->ttl - 1),
+				.up = g->ttl == 3 ? g->up : TOPO_NONE,
+				.down = TOPO_NONE};
+	const struct linkest_grp *c =
+		bsearch(&k, r->g, r->n, sizeof(*r->g), linkest_cmp_grp);
+
+	return c != NULL && c->sent > c->lost ? c : NULL;
+}
+
+/*
+ * The RTT of the answers that crossed each element forward last, and the
+ * queueing delay it adds over its control.
+ */
 static void
 linkest_rtts(struct linkest *e)
 {
 	memset(e->rtt, 0, e->nelem * sizeof(double));
 	memset(e->rttn, 0, e->nelem * sizeof(double));
+	memset(e->qd, 0, e->nelem * sizeof(double));
+	memset(e->qdn, 0, e->nelem * sizeof(double));
 	for (uint32_t s = 0; s < e->c.window; s++)
 		for (size_t i = 0; i < e->r[s].n; i++) {
-			const struct linkest_grp *g = &e->r[s].g[i];
+			const struct linkest_grp *g = &e->r[s].g[i], *c;
 			uint32_t f[3], nf = linkest_fwd(e, g, f);
+			double n = g->sent - g->lost;
 
 			e->rtt[f[nf - 1]] += g->rtt_sum;
-			e->rttn[f[nf - 1]] += g->sent - g->lost;
+			e->rttn[f[nf - 1]] += n;
+			if (g->ttl < 2 || n == 0 ||
+			    (c = linkest_control(&e->r[s], g)) == NULL)
+				continue;
+			e->qd[f[nf - 1]] +=
+				g->rtt_sum -
+				n * c->rtt_sum / (double)(c->sent - c->lost);
+			e->qdn[f[nf - 1]] += n;
 		}
 }
 
@@ -480,6 +517,9 @@ linkest_round_end(struct linkest *e)
 		d->loss = d->reach > 0 ? d->lost / d->reach : 0;
 		linkest_wilson(d->lost, d->reach, e->c.z, &d->lo, &d->hi);
 		d->rtt_us = e->rttn[x] > 0 ? e->rtt[x] / e->rttn[x] : 0;
+		d->queue_us = e->qdn[x] > 0 ? e->qd[x] / e->qdn[x] : 0;
+		if (d->queue_us < 0)
+			d->queue_us = 0;
 	}
 	e->cur = (e->cur + 1) % e->c.window;
 	e->r[e->cur].n = e->r[e->cur].nalt = 0;
@@ -507,12 +547,17 @@ linkest_judge(const struct linkest *e, uint32_t link, enum linkest_state cur,
 
 		if (x->reach < e->c.min_probes)
 			continue;
+		if (x->hi > hi)
+			hi = x->hi;
+		if (x->queue_us > e->c.queue_us) {
+			if (lo < 0)
+				lo = 0; /* evidence, but not of a failure */
+			continue;
+		}
 		if (x->lo > lo) {
 			lo = x->lo;
 			worst = x->loss;
 		}
-		if (x->hi > hi)
-			hi = x->hi;
 	}
 	if (lo < 0)
 		return cur;

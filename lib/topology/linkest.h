@@ -57,6 +57,7 @@ struct linkest_conf {
 	double loss_recover;  /* upper bound below: back up */
 	double min_probes;    /* fewer reaching a direction: no judgement */
 	uint32_t gbn_window;  /* packets in flight of the weight model */
+	double queue_us; /* queueing delay above which loss is congestion */
 };
 
 /* The estimate of one direction of a cable (or of a port). */
@@ -66,6 +67,12 @@ struct linkest_dir {
 	double loss;   /* lost / reach (0 when nothing reached) */
 	double lo, hi; /* Wilson bounds */
 	double rtt_us; /* mean RTT of the answers that crossed it forward */
+	/*
+	 * Mean queueing delay added by it: RTT of the probes that crossed it
+	 * last, less the RTT of the same port's probes one TTL shorter (the
+	 * control), over the window; 0 for ports.
+	 */
+	double queue_us;
 };
 
 struct linkest_stats {
@@ -118,7 +125,10 @@ const struct linkest_dir *linkest_elem(const struct linkest *e, uint32_t elem);
  * loss_degraded, -> bad when it passes loss_down; degraded or bad -> up
  * when the upper bounds of both directions are below loss_recover; bad ->
  * degraded when the upper bounds are below loss_down.  A direction fewer
- * than min_probes reached gives no evidence; with none, cur stays.
+ * than min_probes reached gives no evidence; with none, cur stays.  A
+ * direction whose queueing delay passes queue_us is congested: its loss
+ * is queue overflow, not a failing cable, and does not mark the cable
+ * (it still keeps a marked cable from coming back).
  * *loss gets the worse direction's estimate (NULL allowed).
  */
 enum linkest_state linkest_judge(const struct linkest *e, uint32_t link,

@@ -105,6 +105,7 @@ tc4p_new(void)
 	x->conf.probe.loss_recover = 0.005;
 	x->conf.probe.min_probes = 50;
 	x->conf.probe.gbn_window = 128;
+	x->conf.probe.queue_delay_us = 1000;
 	x->conf.probe.hosts_per_leaf = 1;
 	x->d.conf = &x->conf;
 	x->d.state = &x->p;

@@ -21,6 +21,7 @@ struct sim {
 	struct topo *t;
 	double *loss; /* per element, as linkest numbers them */
 	uint64_t rng;
+	uint32_t slow; /* a cable whose up direction queues 5 ms, or none */
 };
 
 static uint64_t
@@ -163,10 +164,12 @@ sim_round(struct sim *s, struct linkest *e)
 									? u + 1000
 									: d + 5000);
 						ck_assert_int_eq(
-							linkest_add(e, p, ttl,
-								    u, d, 1,
-								    ok ? 1 : 0,
-								    10),
+							linkest_add(
+								e, p, ttl, u, d,
+								1, ok ? 1 : 0,
+								ttl >= 2 && u == s->slow
+									? 5010
+									: 10),
 							0);
 					}
 			}
@@ -183,6 +186,7 @@ sim_new(uint32_t spines, uint32_t mult, uint64_t seed)
 	s.loss = calloc(2 * s.t->nlinks + s.t->nports, sizeof(double));
 	ck_assert_ptr_nonnull(s.loss);
 	s.rng = seed;
+	s.slow = TOPO_NONE;
 	return s;
 }
 
@@ -379,6 +383,34 @@ START_TEST(test_port_loss_blames_no_cable)
 END_TEST
 
 /*
+ * Congestion: a cable direction whose probes queue (RTT 5 ms above the
+ * same port's TTL 1 answers) and drop 5 % is overflowing, not failing: it
+ * is not marked, and its queueing delay is reported.
+ */
+START_TEST(test_congestion_not_marked)
+{
+	struct sim s = sim_new(2, 2, 17);
+	struct linkest *e = linkest_new(s.t, NULL);
+	uint32_t slow = 1;
+
+	s.slow = slow;
+	s.loss[2 * slow + LINKEST_UP] = 0.05;
+	for (int round = 0; round < 3; round++)
+		sim_round(&s, e);
+	ck_assert(linkest_elem(e, 2 * slow + LINKEST_UP)->queue_us > 4000);
+	ck_assert(linkest_elem(e, 2 * slow + LINKEST_UP)->lo > 0.03);
+	for (uint32_t l = 0; l < s.t->nlinks; l++)
+		ck_assert_int_eq(linkest_judge(e, l, LINKEST_OK, NULL),
+				 LINKEST_OK);
+	/* a marked cable does not come back while it still loses */
+	ck_assert_int_eq(linkest_judge(e, slow, LINKEST_DEGRADED, NULL),
+			 LINKEST_DEGRADED);
+	linkest_free(e);
+	sim_free(&s);
+}
+END_TEST
+
+/*
  * Hysteresis: a degraded cable stays degraded while the window still
  * holds its lossy rounds, is bad above loss_down, and comes back once the
  * window is clean; a healthy window with no probes changes nothing.
@@ -432,6 +464,7 @@ linkest_suite(void)
 	tcase_add_test(tc, test_blame_return);
 	tcase_add_test(tc, test_blame_forward);
 	tcase_add_test(tc, test_port_loss_blames_no_cable);
+	tcase_add_test(tc, test_congestion_not_marked);
 	tcase_add_test(tc, test_hysteresis);
 	suite_add_tcase(s, tc);
 	return s;
