@@ -15,6 +15,14 @@ traffic, a leaf-spine cable goes down, and later another becomes lossy:
 seconds to the master's PathReassign (logged by c4blast) and to recovered
 aggregate throughput.
 
+Gray phases (gray_run, after the rest; --gray-only alone, --gray none
+skips them): on the 8-host fabric and on a two-plane one with parallel
+cables and a 2:1 plane (--gray-shapes), allocated traffic runs while one
+right-side cable carrying QPs loses 1, 2, 5 and 10 % both ways (--gray;
+--short: 2 %): probe rounds to its mark, false marks of any other cable
+(also while it recovers), QPs on it before and after, received throughput
+after the reaction, rounds back to up.
+
 stdout carries only 'metric NAME VALUE UNIT' lines; progress goes to
 stderr.  --check asserts the acceptance rules and exits 1 if one fails.
 The rules on measured rates (spine and port balance by bytes, throughput

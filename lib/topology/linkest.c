@@ -462,17 +462,23 @@ linkest_control(const struct linkest_round *r, const struct linkest_grp *g)
 }
 
 /*
- * The RTT of the answers that crossed each element forward last, and the
- * queueing delay it adds over its control.
+ * The RTT of the answers that crossed each element forward last (mean
+ * over the window), and the queueing delay it adds over its control: the
+ * largest mean of one round of the window, so that a round of congestion
+ * is not averaged away by the clean rounds before it.
  */
 static void
 linkest_rtts(struct linkest *e)
 {
+	double *qd = e->qd, *qn = e->qdn;
+
 	memset(e->rtt, 0, e->nelem * sizeof(double));
 	memset(e->rttn, 0, e->nelem * sizeof(double));
-	memset(e->qd, 0, e->nelem * sizeof(double));
-	memset(e->qdn, 0, e->nelem * sizeof(double));
-	for (uint32_t s = 0; s < e->c.window; s++)
+	for (uint32_t x = 0; x < e->nelem; x++)
+		e->est[x].queue_us = 0;
+	for (uint32_t s = 0; s < e->c.window; s++) {
+		memset(qd, 0, e->nelem * sizeof(double));
+		memset(qn, 0, e->nelem * sizeof(double));
 		for (size_t i = 0; i < e->r[s].n; i++) {
 			const struct linkest_grp *g = &e->r[s].g[i], *c;
 			uint32_t f[3], nf = linkest_fwd(e, g, f);
@@ -483,11 +489,15 @@ linkest_rtts(struct linkest *e)
 			if (g->ttl < 2 || n == 0 ||
 			    (c = linkest_control(&e->r[s], g)) == NULL)
 				continue;
-			e->qd[f[nf - 1]] +=
+			qd[f[nf - 1]] +=
 				g->rtt_sum -
 				n * c->rtt_sum / (double)(c->sent - c->lost);
-			e->qdn[f[nf - 1]] += n;
+			qn[f[nf - 1]] += n;
 		}
+		for (uint32_t x = 0; x < e->nelem; x++)
+			if (qn[x] > 0 && qd[x] / qn[x] > e->est[x].queue_us)
+				e->est[x].queue_us = qd[x] / qn[x];
+	}
 }
 
 int
@@ -517,9 +527,6 @@ linkest_round_end(struct linkest *e)
 		d->loss = d->reach > 0 ? d->lost / d->reach : 0;
 		linkest_wilson(d->lost, d->reach, e->c.z, &d->lo, &d->hi);
 		d->rtt_us = e->rttn[x] > 0 ? e->rtt[x] / e->rttn[x] : 0;
-		d->queue_us = e->qdn[x] > 0 ? e->qd[x] / e->qdn[x] : 0;
-		if (d->queue_us < 0)
-			d->queue_us = 0;
 	}
 	e->cur = (e->cur + 1) % e->c.window;
 	e->r[e->cur].n = e->r[e->cur].nalt = 0;
@@ -536,7 +543,7 @@ enum linkest_state
 linkest_judge(const struct linkest *e, uint32_t link, enum linkest_state cur,
 	      double *loss)
 {
-	double lo = -1, hi = -1, worst = 0;
+	double lo = -1, hi = -1, worst = 0, any = 0;
 
 	if (loss != NULL)
 		*loss = 0;
@@ -549,6 +556,8 @@ linkest_judge(const struct linkest *e, uint32_t link, enum linkest_state cur,
 			continue;
 		if (x->hi > hi)
 			hi = x->hi;
+		if (x->loss > any)
+			any = x->loss;
 		if (x->queue_us > e->c.queue_us) {
 			if (lo < 0)
 				lo = 0; /* evidence, but not of a failure */
@@ -561,8 +570,9 @@ linkest_judge(const struct linkest *e, uint32_t link, enum linkest_state cur,
 	}
 	if (lo < 0)
 		return cur;
+	/* congested directions still weigh a cable already marked */
 	if (loss != NULL)
-		*loss = worst;
+		*loss = worst > 0 ? worst : any;
 	if (lo > e->c.loss_down)
 		return LINKEST_BAD;
 	if (hi < e->c.loss_recover)

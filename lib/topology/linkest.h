@@ -70,7 +70,8 @@ struct linkest_dir {
 	/*
 	 * Mean queueing delay added by it: RTT of the probes that crossed it
 	 * last, less the RTT of the same port's probes one TTL shorter (the
-	 * control), over the window; 0 for ports.
+	 * control), the largest mean of one round in the window; 0 for
+	 * ports.
 	 */
 	double queue_us;
 };
