@@ -19,7 +19,7 @@ Gray phases (gray_run, after the rest; --gray-only alone, --gray none
 skips them): on the 8-host fabric and on a two-plane one with parallel
 cables and a 2:1 plane (--gray-shapes), allocated traffic runs while one
 right-side cable carrying QPs loses 1, 2, 5 and 10 % both ways (--gray;
---short: 2 %): probe rounds to its mark, false marks of any other cable
+--short: 2 % on the 8-host fabric only): probe rounds to its mark, false marks of any other cable
 (also while it recovers), QPs on it before and after, received throughput
 after the reaction, rounds back to up.
 
@@ -838,8 +838,9 @@ def main():
                     "--short: 2); 'none' skips the gray phases")
     ap.add_argument("--gray-only", action="store_true",
                     help="run the gray phases alone")
-    ap.add_argument("--gray-shapes", default="8h4l4s,2plane",
-                    help="fabric shapes of the gray phases: " + ",".join(GRAY_SHAPES))
+    ap.add_argument("--gray-shapes", default=None,
+                    help="fabric shapes of the gray phases: " + ",".join(GRAY_SHAPES) +
+                    " (default both; --short: 8h4l4s)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         log("needs root")
@@ -868,7 +869,8 @@ def main():
             ok = False
     gray = a.gray or ("2" if a.short else "1,2,5,10")
     try:
-        for shape in a.gray_shapes.split(",") if gray != "none" else []:
+        shapes = a.gray_shapes or ("8h4l4s" if a.short else "8h4l4s,2plane")
+        for shape in shapes.split(",") if gray != "none" else []:
             g_ok, g_failed = gray_run(a, shape,
                                       [int(x) for x in gray.split(",")])
             r.failed += g_failed
