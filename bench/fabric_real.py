@@ -22,6 +22,14 @@ after the recovery with what c4ctl links shows.  A plane failure takes both
 left leaves down (c4fabric switch down): every left QP must fail over to
 its right port (none stranded) and come back after the leaves return.
 
+Gray phases (gray_run, after the rest; --gray-only alone, --gray none
+skips them): on the 8-host fabric and on a two-plane one with parallel
+cables and a 2:1 plane (--gray-shapes), allocated traffic runs while one
+right-side cable carrying QPs loses 1, 2, 5 and 10 % both ways (--gray;
+--short: 2 % on the 8-host fabric only): probe rounds to its mark, false marks of any other cable
+(also while it recovers), QPs on it before and after, received throughput
+after the reaction, rounds back to up.
+
 stdout carries only 'metric NAME VALUE UNIT' lines; progress goes to
 stderr.  --check asserts the acceptance rules and exits 1 if one fails.
 The rules on measured rates (spine and port balance by bytes, throughput
@@ -82,7 +90,8 @@ class Run:
         self.master_bin = os.path.join(b, "daemons/c4p-master/c4p-master")
         self.agent_bin = os.path.join(b, "daemons/c4a-agent/c4a-agent")
         self.ctl_bin = os.path.join(b, "ctl/c4ctl")
-        self.topo = os.path.join(self.src, "tests/data/topology/fabric-8h4l4s.yaml")
+        self.topo = os.path.join(self.src, "tests/data/topology/" +
+                                 getattr(args, "topology", "fabric-8h4l4s.yaml"))
         self.prefix = args.prefix or f"c4r{os.getpid() % 100000}-"
         self.tmp = tempfile.mkdtemp(prefix="c4-fabric-real-")
         self.procs = []
@@ -173,6 +182,11 @@ class Run:
                 st = l.get("stats64", l.get("stats"))
                 s[(leaf, l["ifname"])] = (st["rx"]["bytes"], st["tx"]["bytes"])
         return s
+
+    def leaf_rx_total(self):
+        """Bytes all leaves sent to host ports (p* interfaces)."""
+        return sum(tx for (leaf, ifn), (rx, tx) in self.leaf_stats().items()
+                   if ifn.startswith("p"))
 
     def map_fabric(self):
         """Cable index -> (leaf, spine); port index -> (host, side)."""
@@ -891,6 +905,135 @@ credentials:
         metric(f"fabric_real_{tag}_ports_pending", r["pending"], "qps")
 
 
+# ---------------------------------------------------------------- gray loss
+# Gray failures: one cable drops a share of packets both ways (c4fabric
+# link loss) while allocated traffic runs.  Per loss rate: probe rounds from
+# the loss to the cable's mark (the round in flight counts), marks of any
+# other cable (false marks, also while the cable recovers), QPs on the
+# cable before and after, and the aggregate throughput after the reaction.
+GRAY_SHAPES = {"8h4l4s": "fabric-8h4l4s.yaml",
+               "2plane": "fabric-8h4l4s-2plane.yaml"}
+
+
+def gray_cable(run, side_leaf_names):
+    """A cable carrying allocated QPs leaving one of the named leaves."""
+    best = None
+    for l in run.links():
+        if l.get("leaf") in side_leaf_names and l.get("qps_up", 0) > 0:
+            if best is None or l["qps_up"] > best["qps_up"]:
+                best = l
+    return best
+
+
+def gray_watch(run, cable, r_end, res, want_marked=None):
+    """Polls links until probe round r_end or until cable's state is
+    want_marked ('marked': not up; 'up'); counts other cables not up."""
+    bound = time.time() + (r_end - run.counters().get("probe_round", 0) + 2) * \
+        (run.a.interval / 1000.0 + 20)
+    while time.time() < bound:
+        rnd = run.counters().get("probe_round", 0)
+        for l in run.links():
+            if l["link"] == cable:
+                res["state"] = l["state"]
+                res["qps"] = l.get("qps_up", 0) + l.get("qps_down", 0)
+            elif l["state"] != "up" and l["link"] not in res["false"]:
+                res["false"].append(l["link"])
+                log(f"  false mark: {l['link']} {l['state']} {l.get('probe')}")
+        if want_marked == "marked" and res["state"] != "up":
+            return rnd
+        if want_marked == "up" and res["state"] == "up":
+            return rnd
+        if rnd > r_end:
+            return None
+        time.sleep(0.3)
+    return None
+
+
+def gray_phase(run, shape, cable, pct):
+    """One loss rate on cable; returns the measured figures."""
+    res = {"state": "up", "qps": 0, "false": []}
+    gray_watch(run, cable, run.counters().get("probe_round", 0), res)
+    before = res["qps"]
+    r0 = run.counters().get("probe_round", 0)
+    log(f"gray {shape} {pct}%: {cable} ({before} QPs) from round {r0}")
+    run.fab("link", "loss", cable, str(pct))
+    r1 = gray_watch(run, cable, r0 + 6, res, "marked")
+    marked_state = res["state"]
+    # the reaction's moves follow the mark; one more round under loss
+    gray_watch(run, cable, (r1 or r0 + 6) + 1, res)
+    after = res["qps"]
+    t0 = time.time()
+    tl0 = run.leaf_rx_total()
+    time.sleep(max(2.0, run.a.interval / 1000.0))
+    agg = (run.leaf_rx_total() - tl0) * 8 / (time.time() - t0) / 1e6
+    run.fab("link", "loss", cable, "0")
+    r2 = run.counters().get("probe_round", 0)
+    r3 = gray_watch(run, cable, r2 + 3 * 3 + 3, res, "up")
+    out = {"rounds": (r1 - r0) if r1 is not None else None,
+           "state": marked_state, "qps_before": before, "qps_after": after,
+           "false_marks": len(res["false"]), "agg_mbit": agg,
+           "recover_rounds": (r3 - r2) if r3 is not None else None}
+    log(f"  {shape} {pct}%: marked {marked_state} after {out['rounds']} rounds, "
+        f"QPs {before} -> {after}, {len(res['false'])} false marks "
+        f"{res['false']}, {agg:.1f} Mbit/s received, back up after "
+        f"{out['recover_rounds']} rounds")
+    return out
+
+
+def gray_run(args, shape, losses):
+    """A fabric of the given shape with allocated traffic; gray phases."""
+    a = argparse.Namespace(**vars(args))
+    a.topology = GRAY_SHAPES[shape]
+    a.prefix = (args.prefix or f"c4g{os.getpid() % 100000}-") + shape[0]
+    run = Run(a)
+    ok = True
+    try:
+        run.fab("up")
+        run.fabric_up = True
+        run.start_daemons()
+        run.wait_catalog(after_round=2)
+        seconds = int(len(losses) * (12 * a.interval / 1000.0 + 60) + 30)
+        recv, send = run.start_traffic("gray-" + shape, "c4p", seconds)
+        time.sleep(2)
+        # the right side: on the 2plane shape, the 2:1 plane with
+        # parallel cables
+        leaves = ["leaf1", "leaf3"]
+        for pct in losses:
+            l = gray_cable(run, leaves)
+            if l is None:
+                raise Fail(f"gray {shape}: no cable carries QPs")
+            r = gray_phase(run, shape, l["link"], pct)
+            tag = f"fabric_real_gray_{shape}_{pct}pct"
+            if r["rounds"] is not None:
+                metric(tag + "_rounds_to_mark", r["rounds"], "rounds")
+            metric(tag + "_false_marks", r["false_marks"], "cables")
+            metric(tag + "_qps_before", r["qps_before"], "qps")
+            metric(tag + "_qps_after", r["qps_after"], "qps")
+            metric(tag + "_throughput_after", r["agg_mbit"], "Mbit/s")
+            if r["recover_rounds"] is not None:
+                metric(tag + "_rounds_to_up", r["recover_rounds"], "rounds")
+            run.check(f"gray {shape} {pct}%: no healthy cable marked",
+                      r["false_marks"] == 0)
+            if pct >= 2:
+                run.check(f"gray {shape} {pct}%: marked within 3 rounds",
+                          r["rounds"] is not None and r["rounds"] <= 4)
+                run.check(f"gray {shape} {pct}%: QPs left the cable",
+                          r["qps_after"] < r["qps_before"])
+            run.check(f"gray {shape} {pct}%: back up after the loss",
+                      r["recover_rounds"] is not None)
+        for h, out, p in recv:
+            run.stop(p)
+        for s, out, p in send:
+            run.stop(p)
+    except (Fail, subprocess.SubprocessError, OSError) as e:
+        log(f"gray {shape} failed:", repr(e), "(logs in", run.tmp + ")")
+        ok = False
+    finally:
+        if not run.cleanup():
+            ok = False
+    return ok and not run.failed, run.failed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", required=True, help="meson build directory")
@@ -914,6 +1057,14 @@ def main():
     ap.add_argument("--probe-ports", type=int, default=32,
                     help="probe.ports: source ports probed per pair and side")
     ap.add_argument("--burst", type=int, default=100, help="packets per agreement burst")
+    ap.add_argument("--gray", default=None,
+                    help="gray-loss percentages, comma separated (default 1,2,5,10; "
+                    "--short: 2); 'none' skips the gray phases")
+    ap.add_argument("--gray-only", action="store_true",
+                    help="run the gray phases alone")
+    ap.add_argument("--gray-shapes", default=None,
+                    help="fabric shapes of the gray phases: " + ",".join(GRAY_SHAPES) +
+                    " (default both; --short: 8h4l4s)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         log("needs root")
@@ -934,7 +1085,7 @@ def main():
     signal.signal(signal.SIGHUP, on_signal)
     ok = False
     try:
-        ok = r.run()
+        ok = True if a.gray_only else r.run()
     except (Fail, KeyboardInterrupt, subprocess.SubprocessError, OSError) as e:
         log("failed:", repr(e), "(logs in", r.tmp + ")")
         ok = False
@@ -942,6 +1093,17 @@ def main():
         clean = r.cleanup()
         if not clean:
             ok = False
+    gray = a.gray or ("2" if a.short else "1,2,5,10")
+    try:
+        shapes = a.gray_shapes or ("8h4l4s" if a.short else "8h4l4s,2plane")
+        for shape in shapes.split(",") if gray != "none" else []:
+            g_ok, g_failed = gray_run(a, shape,
+                                      [int(x) for x in gray.split(",")])
+            r.failed += g_failed
+            ok = ok and g_ok
+    except KeyboardInterrupt:
+        log("interrupted during the gray phases")
+        ok = False
     if a.check and not ok:
         log("FAILED:", r.failed, "(logs in", r.tmp + ")")
         return 1

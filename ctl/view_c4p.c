@@ -135,20 +135,26 @@ view_c4p_link_json(struct json *j, const C4__LinkState *l)
 	json_double(j, l->gbps);
 	json_key(j, "load");
 	json_double(j, l->load);
+	json_key(j, "loss");
+	json_double(j, l->loss_ppm / 1e6);
+	json_key(j, "probe");
+	json_str(j, l->reason ? l->reason : "");
 	json_obj_end(j);
 }
 
 static void
 view_c4p_links_table(const C4__AdminReply *r)
 {
-	printf("%-24s %-12s %-12s %-5s %6s %6s %6s %8s %8s\n", "LINK", "LEAF",
-	       "SPINE", "STATE", "QPS", "UP", "DOWN", "GBPS", "LOAD");
+	printf("%-24s %-12s %-12s %-8s %6s %6s %6s %8s %8s %7s\n", "LINK",
+	       "LEAF", "SPINE", "STATE", "QPS", "UP", "DOWN", "GBPS", "LOAD",
+	       "LOSS%");
 	for (size_t i = 0; i < r->n_links; i++) {
 		const C4__LinkState *l = r->links[i];
 
-		printf("%-24s %-12s %-12s %-5s %6u %6u %6u %8.0f %8.2f\n",
+		printf("%-24s %-12s %-12s %-8s %6u %6u %6u %8.0f %8.2f %7.3f\n",
 		       l->link_id, l->a, l->b, view_c4p_state(l->status),
-		       l->qps, l->qps_up, l->qps_down, l->gbps, l->load);
+		       l->qps, l->qps_up, l->qps_down, l->gbps, l->load,
+		       l->loss_ppm / 1e4);
 	}
 }
 

@@ -209,14 +209,14 @@ const struct upstream_stats *upstream_get_stats(const struct upstream *u);
 /* ---- prober.c -------------------------------------------------------------
  */
 
-#define PROBER_QUEUE_MAX   4096	       /* tasks waiting to run */
-#define PROBER_ACTIVE_MAX  16	       /* tasks running at once */
-#define PROBER_TICK_MS	   5	       /* token bucket refill period */
-#define PROBER_TIMEOUT_MS  500	       /* wait after a task's last probe */
+#define PROBER_QUEUE_MAX	 4096 /* tasks waiting to run */
+#define PROBER_ACTIVE_MAX	 16   /* tasks running at once */
+#define PROBER_TICK_MS		 5    /* token bucket refill period */
+#define PROBER_TIMEOUT_MS	 500  /* wait after a task's last probe */
 #define PROBER_DEADLINE_SLACK_MS 2000 /* a task's deadline beyond its due */
-#define PROBER_DPORT	   4791	       /* RoCEv2 */
-#define PROBER_MAGIC	   0x43345042u /* "C4PB", first payload word */
-#define PROBER_PAYLOAD_LEN 16	       /* magic, task id, sport, ttl, rep */
+#define PROBER_DPORT		 4791 /* RoCEv2 */
+#define PROBER_MAGIC		 0x43345042u /* "C4PB", first payload word */
+#define PROBER_PAYLOAD_LEN	 16 /* magic, task id, sport, ttl, rep */
 
 struct prober;
 
@@ -242,13 +242,14 @@ struct prober_stats {
 	uint64_t tasks_done;	/* results sent (or attempted) */
 	uint64_t sent;		/* probe packets sent */
 	uint64_t send_errors;
-	uint64_t replies;  /* matched ICMP answers */
-	uint64_t reached;  /* of which from the destination */
-	uint64_t timeouts; /* probes never answered */
-	uint64_t stray;	   /* answers matching no running probe */
+	uint64_t replies;	/* matched ICMP answers */
+	uint64_t reached;	/* of which from the destination */
+	uint64_t timeouts;	/* probes never answered */
+	uint64_t stray;		/* answers matching no running probe */
 	uint64_t tasks_expired; /* ended by their deadline: reported failed */
-	uint64_t queued;   /* tasks waiting now */
-	uint64_t active;   /* tasks running now */
+	uint64_t rehashed;	/* (port, TTL)s answered from two addresses */
+	uint64_t queued;	/* tasks waiting now */
+	uint64_t active;	/* tasks running now */
 };
 
 /* A finished task: send r (valid during the call only). */

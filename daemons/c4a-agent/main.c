@@ -697,6 +697,8 @@ c4a_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 				  "probes never answered", 0);
 		srv_reply_counter(r, "probe_stray", ps->stray,
 				  "answers that matched no running probe", 0);
+		srv_reply_counter(r, "probe_rehashed", ps->rehashed,
+				  "probed ports answered from two paths", 0);
 	}
 	for (size_t i = 0; i < st->njobs; i++) {
 		const struct upstream_stats *u =

@@ -40,6 +40,7 @@ struct prober_acc {
 	uint64_t rtt_us; /* sum over received */
 	uint32_t addr;	 /* last offender, network order; 0: none */
 	bool reached;
+	bool mixed; /* answers came from two addresses: rehashed mid-task */
 };
 
 struct prober_run {
@@ -252,6 +253,8 @@ prober_take(struct prober *pr, const struct prober_reply *r, uint64_t now)
 	a = &t->acc[(size_t)k * t->max_ttl + r->ttl - 1];
 	a->received++;
 	a->rtt_us += (now - t->sent_ns[ix]) / 1000;
+	if (a->addr != 0 && a->addr != r->offender)
+		a->mixed = true;
 	a->addr = r->offender;
 	if (r->kind == PROBER_REACHED) {
 		a->reached = true;
@@ -383,7 +386,16 @@ prober_finish(struct prober_run *t)
 			h->ttl = ttl;
 			h->sent = a->sent;
 			h->received = a->received;
-			if (a->addr != 0) {
+			/*
+			 * The switches moved this port to another path while
+			 * it was probed (a cable changed): neither path is
+			 * known for these probes, and none of them counts as
+			 * sent, answered or lost.
+			 */
+			if (a->mixed) {
+				h->sent = h->received = 0;
+				pr->st.rehashed++;
+			} else if (a->addr != 0) {
 				h->addr = addrs + i * INET_ADDRSTRLEN;
 				prober_ip_str(a->addr, h->addr,
 					      INET_ADDRSTRLEN);

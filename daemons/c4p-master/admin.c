@@ -24,14 +24,28 @@
 #include "log.h"
 #include "path.h"
 
+/* The probes' estimate of a cable in words, into buf. */
+static const char *
+admin_link_reason(const struct catalog_link *cl, char *buf, size_t len)
+{
+	snprintf(
+		buf, len,
+		"probe loss %.3f%% [%.3f%%, %.3f%%], weight %.3f, rtt %.0f us, "
+		"queue %.0f us",
+		cl->loss * 100, cl->loss_lo * 100, cl->loss_hi * 100,
+		cl->weight, cl->rtt_us, cl->queue_us);
+	return buf;
+}
+
 static C4__LinkState *
 admin_link(struct c4p *p, struct arena *ar, uint32_t id)
 {
 	const struct topo *t = p->topo;
 	const struct topo_link *l = &t->links[id];
 	C4__LinkState *s = arena_alloc(ar, sizeof(*s));
-	char name[3 * TOPO_NAME_MAX];
+	char name[3 * TOPO_NAME_MAX], rb[160];
 	uint64_t up = 0, down = 0;
+	const struct catalog_link *cl;
 
 	if (s == NULL)
 		return NULL;
@@ -42,6 +56,15 @@ admin_link(struct c4p *p, struct arena *ar, uint32_t id)
 	s->has_status = 1;
 	s->status =
 		l->up ? C4__LINK_STATUS__LINK_UP : C4__LINK_STATUS__LINK_DOWN;
+	/* What probes judge: degraded, the loss estimate, since when. */
+	cl = catalog_link(p->cat, id);
+	if (l->up && cl->state == CATALOG_LINK_DEGRADED)
+		s->status = C4__LINK_STATUS__LINK_DEGRADED;
+	s->has_loss_ppm = 1;
+	s->loss_ppm = (uint32_t)(cl->loss * 1e6 + 0.5);
+	s->has_since_ns = cl->since_ns != 0;
+	s->since_ns = cl->since_ns;
+	s->reason = arena_strdup(ar, admin_link_reason(cl, rb, sizeof(rb)));
 	s->a = t->leaves[l->leaf].name;
 	s->b = t->spines[l->spine].name;
 	s->has_qps = 1;

@@ -63,12 +63,19 @@
 
 /* "probe:" */
 struct c4p_probe_conf {
-	int64_t interval;      /* ms between rounds; 0: only when asked */
-	int64_t ports;	       /* source ports per pair */
-	int64_t rate;	       /* packets per second asked of each agent */
-	int64_t repeats;       /* probes per (source port, TTL) */
-	int64_t timeout;       /* ms an agent waits for late answers */
-	double loss_threshold; /* fraction above which a path is lossy */
+	int64_t interval;	/* ms between rounds; 0: only when asked */
+	int64_t ports;		/* source ports per pair */
+	int64_t rate;		/* packets per second asked of each agent */
+	int64_t repeats;	/* probes per (source port, TTL) */
+	int64_t timeout;	/* ms an agent waits for late answers */
+	int64_t window;		/* rounds in the loss estimate's window */
+	double confidence_z;	/* quantile of the Wilson bounds */
+	double loss_degraded;	/* lower bound above: degraded */
+	double loss_down;	/* lower bound above: down */
+	double loss_recover;	/* upper bound below: up again */
+	int64_t min_probes;	/* fewer reaching a direction: no judgement */
+	int64_t gbn_window;	/* packets in flight, for a degraded weight */
+	int64_t queue_delay_us; /* above it, a direction's loss is congestion */
 	int64_t hosts_per_leaf;
 	bool full_mesh; /* every NIC pair, not a leaf-pair sample */
 	char *device;	/* interface template: {host} {nic} {side} {s} */
@@ -118,6 +125,8 @@ struct probes;
 	X(probe_packets, "probe packets agents reported sent (TTL 1)")         \
 	X(probe_unresolved, "probed ports whose hops fit no path")             \
 	X(probe_links_marked, "cables marked down or up by probes")            \
+	X(probe_links_degraded, "cables marked degraded (or reweighed)")       \
+	X(probe_groups_skipped, "probe groups with too many return paths")     \
 	X(probe_paths, "probed paths added to the catalog")                    \
 	X(probe_rejected, "probed paths that did not fit the topology")        \
 	X(store_commits, "SQLite transactions committed")                      \

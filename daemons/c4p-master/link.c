@@ -178,3 +178,24 @@ link_set_state(struct c4p *p, uint32_t link, bool up, const char *reason,
 	free(ch);
 	return (int64_t)seq;
 }
+
+int64_t
+link_set_weight(struct c4p *p, uint32_t link, const char *reason,
+		uint32_t *moved)
+{
+	struct alloc_change *ch = NULL;
+	size_t nch = 0;
+	uint64_t seq = 0;
+
+	*moved = 0;
+	if (alloc_link_reweigh(p->alloc, link, C4P_REBALANCE_MOVES, &ch, &nch) <
+	    0)
+		return -1;
+	p->st.link_changes++;
+	log_info("%s: %zu QPs moved", reason, nch);
+	if (nch > 0)
+		seq = link_moves(p, ch, nch, reason);
+	*moved = (uint32_t)nch;
+	free(ch);
+	return (int64_t)seq;
+}

@@ -22,6 +22,17 @@ int64_t link_set_state(struct c4p *p, uint32_t link, bool up,
 		       const char *reason, uint32_t *moved, uint32_t *stranded);
 
 /*
+ * The weight of cable link changed in the catalog (catalog_link_set): the
+ * allocator counts its capacity at that share and rebalances
+ * (alloc_link_reweigh), and the holders of moved QPs are told with reason
+ * (copied).  *moved gets the QPs that moved.  Returns the store sequence
+ * an answer about it must wait for (0: nothing moved), or -1 when out of
+ * memory.
+ */
+int64_t link_set_weight(struct c4p *p, uint32_t link, const char *reason,
+			uint32_t *moved);
+
+/*
  * Stores the n changes ch (QPs moved or stranded), counts them, and
  * queues one PathReassign per request to its holder, sent when the moves
  * have committed.  Reads ch only.  Returns the store sequence of the last

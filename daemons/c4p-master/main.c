@@ -27,6 +27,7 @@
 #include "hold.h"
 #include "jobs.h"
 #include "metrics.h"
+#include "linkest.h"
 #include "probes.h"
 #include "store.h"
 #include "log.h"
@@ -46,9 +47,31 @@ static const struct cfg_field c4p_probe_fields[] = {
 	{"timeout", CFG_DURATION, offsetof(struct c4p_probe_conf, timeout), 0,
 	 10, C4_PROBE_TIMEOUT_MAX_MS, "300ms", NULL,
 	 "how long an agent waits for answers after its last probe"},
-	{"loss_threshold", CFG_DOUBLE,
-	 offsetof(struct c4p_probe_conf, loss_threshold), 0, 0, 1, "0.05", NULL,
-	 "loss (fraction) above which a probed path counts as lossy"},
+	{"window", CFG_INT, offsetof(struct c4p_probe_conf, window), 0, 1,
+	 LINKEST_WINDOW_MAX, "3", NULL,
+	 "probe rounds in the sliding window of the loss estimates"},
+	{"confidence_z", CFG_DOUBLE,
+	 offsetof(struct c4p_probe_conf, confidence_z), 0, 1, 6, "3", NULL,
+	 "normal quantile of the loss bounds (3: 99.87 % one-sided)"},
+	{"loss_degraded", CFG_DOUBLE,
+	 offsetof(struct c4p_probe_conf, loss_degraded), 0, 0.0001, 1, "0.01",
+	 NULL, "loss lower bound above which a cable is degraded"},
+	{"loss_down", CFG_DOUBLE, offsetof(struct c4p_probe_conf, loss_down), 0,
+	 0.0001, 1, "0.25", NULL,
+	 "loss lower bound above which a cable is marked down"},
+	{"loss_recover", CFG_DOUBLE,
+	 offsetof(struct c4p_probe_conf, loss_recover), 0, 0.0001, 1, "0.005",
+	 NULL, "loss upper bound below which a marked cable is up again"},
+	{"min_probes", CFG_INT, offsetof(struct c4p_probe_conf, min_probes), 0,
+	 1, 100000000, "50", NULL,
+	 "probes reaching a cable direction in the window to judge it"},
+	{"gbn_window", CFG_INT, offsetof(struct c4p_probe_conf, gbn_window), 0,
+	 1, 1000000, "128", NULL,
+	 "packets in flight of the go-back-N model of a degraded weight"},
+	{"queue_delay_us", CFG_INT,
+	 offsetof(struct c4p_probe_conf, queue_delay_us), 0, 1, 10000000,
+	 "1000", NULL,
+	 "queueing delay (us) above which a direction's loss is congestion"},
 	{"hosts_per_leaf", CFG_INT,
 	 offsetof(struct c4p_probe_conf, hosts_per_leaf), 0, 1, 64, "2", NULL,
 	 "senders per leaf and side when not full_mesh"},
@@ -69,6 +92,13 @@ c4p_probe_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
 	    strchr(c->device, '{') == NULL)
 		cfg_diag_add(d, at, "probe.device: longer than %u bytes",
 			     MSG_IFNAME_MAX);
+	/* Hysteresis needs room between the three. */
+	if (!(c->loss_recover < c->loss_degraded &&
+	      c->loss_degraded < c->loss_down))
+		cfg_diag_add(d, at,
+			     "probe: loss_recover (%g) < loss_degraded (%g) < "
+			     "loss_down (%g) must hold",
+			     c->loss_recover, c->loss_degraded, c->loss_down);
 }
 
 static const struct cfg_schema c4p_probe_schema = {

@@ -34,7 +34,34 @@ metrics_path_error(struct c4p *p, C4__ErrorCode code)
 		p->errors_by_code[code]++;
 }
 
-/* Per cable: health, then the load of each direction. */
+/* Pass 2..4 of metrics_links for cable i: state, weight, loss bounds. */
+static void
+metrics_link_health(struct evbuffer *b, const struct c4p *p, uint32_t i,
+		    int pass, char *lab, size_t len, size_t n)
+{
+	const struct catalog_link *cl = catalog_link(p->cat, i);
+	const char *bn[3] = {"estimate", "lower", "upper"};
+	double v[3];
+
+	if (pass == 2) {
+		http_metric_value(b, "c4p_link_state", lab, cl->state);
+		return;
+	}
+	if (pass == 3) {
+		http_metric_double(b, "c4p_link_weight", lab, cl->weight);
+		return;
+	}
+	v[0] = cl->loss;
+	v[1] = cl->loss_lo;
+	v[2] = cl->loss_hi;
+	for (int k = 0; k < 3; k++) {
+		snprintf(lab + n, len - n, ",bound=\"%s\"", bn[k]);
+		http_metric_double(b, "c4p_link_loss", lab, v[k]);
+	}
+	lab[n] = '\0';
+}
+
+/* Per cable: health, its load per direction, its state and loss. */
 static void
 metrics_links(struct evbuffer *b, const struct c4p *p, const char *base)
 {
@@ -43,8 +70,20 @@ metrics_links(struct evbuffer *b, const struct c4p *p, const char *base)
 	char leaf[2 * TOPO_NAME_MAX], spine[2 * TOPO_NAME_MAX];
 	char link[6 * TOPO_NAME_MAX];
 
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass == 0)
+	static const char *const heads[][2] = {
+		{"c4p_link_state",
+		 "as probes judge it: 0 up, 1 degraded, 2 down"},
+		{"c4p_link_weight",
+		 "share of its capacity placement counts (degraded < 1)"},
+		{"c4p_link_loss", "probe loss estimate of the worse direction "
+				  "(bound: estimate, lower, upper)"},
+	};
+
+	for (int pass = 0; pass < 5; pass++) {
+		if (pass >= 2)
+			http_metric_head(b, heads[pass - 2][0],
+					 heads[pass - 2][1], 1);
+		else if (pass == 0)
 			http_metric_head(b, "c4p_link_up",
 					 "1 while the cable is healthy", 1);
 		else
@@ -70,6 +109,11 @@ metrics_links(struct evbuffer *b, const struct c4p *p, const char *base)
 				continue;
 			if (pass == 0) {
 				http_metric_value(b, "c4p_link_up", lab, l->up);
+				continue;
+			}
+			if (pass >= 2) {
+				metrics_link_health(b, p, i, pass, lab,
+						    sizeof(lab), (size_t)n);
 				continue;
 			}
 			alloc_link_load(p->alloc, i, &up, &down);

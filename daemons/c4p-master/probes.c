@@ -12,13 +12,19 @@
  *   TTL 4  the destination (port unreachable), optional
  * A same-leaf pair answers from the destination at TTL 2 (direct path).
  *
- * Health: a cable is marked down (reason "probe") at the end of a round in
- * which there was evidence against it (a probe whose catalog port used to
- * cross it died or went elsewhere, or a probe through it lost more than
- * loss_threshold) and no probe crossed it cleanly.  A cable this module
- * marked down goes back up after a round in which probes crossed it
- * cleanly and none lost more than the threshold on it.  Changes go through
- * link_set_state(), the operator's path: QPs move, holders are told.
+ * Health, judged when a round ends:
+ *  - a cable no probe crossed while catalog ports that used to cross it
+ *    now resolve to other cables is dead: marked down (hard failure);
+ *  - otherwise linkest.c estimates every cable direction's loss from the
+ *    probe groups of the last probe.window rounds, with the return path of
+ *    each ICMP answer as a latent variable (so loss on the way back is not
+ *    blamed on the forward cables), and judges up / degraded / down with
+ *    hysteresis on Wilson bounds.  A degraded cable stays up at a weight
+ *    (the share of its capacity go-back-N transport gets through it): the
+ *    allocator counts its capacity at that share and rebalances.
+ * Ports whose answers did not resolve to one path (rehashed mid-round, or
+ * answers lost) count for nothing.  Changes go through link.c, the
+ * operator's path: QPs move, holders are told.
  */
 #define LOG_SUBSYS "c4p-probe"
 
@@ -29,6 +35,7 @@
 #include <string.h>
 
 #include "addrplan.h"
+#include "linkest.h"
 #include "link.h"
 #include "probes.h"
 #include "store.h"
@@ -45,20 +52,10 @@ struct probes_job {
 	bool sent, done;
 };
 
-/*
- * A gray failure: a cable that drops a share of packets still lets some
- * probes through cleanly, so "no clean crossing" never holds for it.  It
- * is also marked when at least PROBES_GRAY_MIN probes crossed it lossily
- * and they are a third or more of its crossings (a healthy cable on a
- * busy host loses a probe now and then, not a third of them).
- */
-#define PROBES_GRAY_MIN 8
-
 /* What a round saw of one cable. */
 struct probes_seen {
-	uint32_t clean;	   /* probes that crossed it within the threshold */
-	uint32_t lossy;	   /* probes that crossed it losing more */
-	uint32_t vanished; /* catalog ports that used to cross it, did not */
+	uint32_t crossed; /* probed ports whose answers resolved through it */
+	uint32_t moved; /* catalog ports that crossed it, resolved elsewhere */
 };
 
 struct probes {
@@ -72,6 +69,9 @@ struct probes {
 	size_t pending;		  /* tasks sent, results not yet in */
 	struct probes_seen *seen; /* per cable, this round */
 	bool *marked;		  /* per cable: down because of probes */
+	bool *hard;		  /* per cable: down for want of crossings */
+	uint8_t *state;		  /* per cable: enum linkest_state */
+	struct linkest *est;	  /* loss estimates over the window */
 	struct catalog_key *want; /* pairs asked for without entries */
 	size_t nwant, capwant;
 	struct event *tick, *deadline;
@@ -450,15 +450,46 @@ probes_resolve(const struct topo *t, uint32_t sip, uint32_t dip, uint8_t side,
 	return 0;
 }
 
-static void
-probes_cross(struct probes *pb, uint32_t link, bool clean)
+/* Sent, received and mean RTT of pp's probes with TTL ttl; false: none. */
+static bool
+probes_hop(const C4__ProbePath *pp, uint32_t ttl, uint32_t *sent,
+	   uint32_t *recv, double *rtt)
 {
-	if (link == TOPO_NONE)
-		return;
-	if (clean)
-		pb->seen[link].clean++;
-	else
-		pb->seen[link].lossy++;
+	for (size_t i = 0; i < pp->n_hops; i++) {
+		const C4__ProbeHop *h = pp->hops[i];
+
+		if (h->ttl != ttl)
+			continue;
+		*sent = h->sent;
+		*recv = h->received < h->sent ? h->received : h->sent;
+		*rtt = h->has_rtt_us ? h->rtt_us : 0;
+		return h->sent > 0;
+	}
+	return false;
+}
+
+/*
+ * A resolved path r of pp from NIC port port: the cables it crossed, and
+ * its probes per TTL into the loss estimator.
+ */
+static void
+probes_feed(struct probes *pb, uint32_t port, const C4__ProbePath *pp,
+	    const struct probe_result *r)
+{
+	uint32_t sent, recv;
+	double rtt;
+
+	if (r->up_link != TOPO_NONE) {
+		pb->seen[r->up_link].crossed++;
+		pb->seen[r->down_link].crossed++;
+	}
+	for (uint32_t ttl = 1; ttl <= (r->up_link != TOPO_NONE ? 3u : 1u);
+	     ttl++)
+		if (probes_hop(pp, ttl, &sent, &recv, &rtt) &&
+		    linkest_add(pb->est, port, (uint8_t)ttl, r->up_link,
+				r->down_link, sent, recv, rtt) < 0)
+			log_debug("probe: group of port %u TTL %u not taken",
+				  port, ttl);
 }
 
 /* The catalog's record for (key, sport) before this result; NULL if none. */
@@ -485,7 +516,7 @@ probes_result(struct probes *pb, struct c4p_sess *sess,
 	struct catalog_rec *prev = NULL;
 	size_t old_n = 0;
 	struct probe_result *res = NULL;
-	uint16_t thr = (uint16_t)(p->conf->probe.loss_threshold * 1000);
+	uint32_t port;
 	char e[256];
 
 	if (round != pb->round || i >= pb->njobs || !pb->running)
@@ -498,6 +529,7 @@ probes_result(struct probes *pb, struct c4p_sess *sess,
 	k.sip = j->sip;
 	k.dip = j->dip;
 	k.side = j->side;
+	port = topo_port_by_ip(t, j->sip, j->side);
 	/* Copy the old records: dropping the entry frees them. */
 	old = catalog_find(p->cat, &k);
 	if (old != NULL && old->n > 0) {
@@ -514,30 +546,27 @@ probes_result(struct probes *pb, struct c4p_sess *sess,
 		const C4__ProbePath *pp = r->paths[q];
 		struct catalog_entry pe = {.recs = prev, .n = old ? old->n : 0};
 		const struct catalog_rec *was;
-		bool ok;
 
 		p->st.probe_packets += pp->n_hops ? pp->hops[0]->sent : 0;
 		was = prev != NULL ? probes_old(&pe, (uint16_t)pp->sport)
 				   : NULL;
 		if (probes_resolve(t, j->sip, j->dip, j->side, pp, &res[n]) <
 		    0) {
+			/*
+			 * No evidence either way: its answers were lost, or
+			 * it was rehashed between TTLs (mid-round).
+			 */
 			p->st.probe_unresolved++;
-			/* A port that used to cross cables vanished. */
-			if (was != NULL && was->path.up != TOPO_NONE) {
-				pb->seen[was->path.up].vanished++;
-				pb->seen[was->path.down].vanished++;
-			}
 			continue;
 		}
-		ok = res[n].loss_permille <= thr;
-		probes_cross(pb, res[n].up_link, ok);
-		probes_cross(pb, res[n].down_link, ok);
-		/* Went elsewhere: evidence against the cables it left. */
+		if (port != TOPO_NONE)
+			probes_feed(pb, port, pp, &res[n]);
+		/* Went elsewhere: the cables it left may be dead. */
 		if (was != NULL && was->path.up != TOPO_NONE) {
 			if (was->path.up != res[n].up_link)
-				pb->seen[was->path.up].vanished++;
+				pb->seen[was->path.up].moved++;
 			if (was->path.down != res[n].down_link)
-				pb->seen[was->path.down].vanished++;
+				pb->seen[was->path.down].moved++;
 		}
 		n++;
 	}
@@ -547,8 +576,8 @@ probes_result(struct probes *pb, struct c4p_sess *sess,
 	catalog_drop(p->cat, &k);
 	for (size_t q = 0; q < n; q++) {
 		/*
-		 * Loss is judged per cable over the whole round (probes_cross,
-		 * probes_end), where hundreds of probes make an estimate; a
+		 * Loss is judged per cable over the window (linkest.c), where
+		 * thousands of probes make an estimate; a
 		 * port's own one or two repeats would exclude a healthy path
 		 * for one probe lost to a busy queue (the catalog never hands
 		 * out a port with loss), and the allocator could no longer
@@ -612,6 +641,126 @@ probes_mark(struct probes *pb, uint32_t link, bool up, const char *why)
 	log_info("%s: %u QPs moved, %u stranded", reason, moved, stranded);
 }
 
+/*
+ * Records what the estimator says of cable l, in state st at weight w, in
+ * the catalog (c4ctl links, metrics, the allocator's weight).
+ */
+static void
+probes_record(struct probes *pb, uint32_t l, uint8_t st, double w)
+{
+	struct catalog *cat = pb->p->cat;
+	struct catalog_link v = *catalog_link(cat, l);
+	const struct linkest_dir *u = linkest_elem(pb->est, 2 * l + LINKEST_UP);
+	const struct linkest_dir *d =
+		linkest_elem(pb->est, 2 * l + LINKEST_DOWN);
+	const struct linkest_dir *x = d->lo > u->lo ? d : u;
+
+	v.loss = x->loss;
+	v.loss_lo = x->lo;
+	v.loss_hi = x->hi;
+	v.rtt_us = u->rtt_us;
+	v.queue_us = u->queue_us > d->queue_us ? u->queue_us : d->queue_us;
+	if (st != v.state || w != v.weight)
+		v.since_ns = clock_ns(CLOCK_REALTIME);
+	v.state = st;
+	v.weight = w;
+	catalog_link_set(cat, l, &v);
+}
+
+/* Cable l gets weight w (state st): the allocator rebalances. */
+static void
+probes_weigh(struct probes *pb, uint32_t l, uint8_t st, double w, double loss)
+{
+	struct c4p *p = pb->p;
+	char name[3 * TOPO_NAME_MAX], reason[256];
+	uint32_t moved = 0;
+
+	probes_record(pb, l, st, w);
+	addrplan_link_name(p->topo, l, name, sizeof(name));
+	snprintf(reason, sizeof(reason),
+		 "link %s %s (probe: loss %.2f%%, weight %.3f)", name,
+		 st == CATALOG_LINK_DEGRADED ? "degraded" : "up", loss * 100,
+		 w);
+	if (link_set_weight(p, l, reason, &moved) < 0)
+		log_warnx("%s: out of memory", reason);
+	else
+		p->st.probe_links_degraded++;
+}
+
+/*
+ * Judges cable l at the end of a round; true when it was marked down or
+ * up (the switches may then have rehashed: another round is due).
+ */
+static bool
+probes_judge(struct probes *pb, uint32_t l)
+{
+	const struct probes_seen *s = &pb->seen[l];
+	bool up = pb->p->topo->links[l].up;
+	enum linkest_state cur = pb->state[l], nx;
+	const struct catalog_link *cl = catalog_link(pb->p->cat, l);
+	double loss, w;
+	char why[160];
+
+	if (!up && !pb->marked[l]) /* the operator's: left alone */
+		return false;
+	if (up && s->crossed == 0 && s->moved > 0) {
+		snprintf(why, sizeof(why),
+			 "%u catalog ports left it, none crossed it", s->moved);
+		probes_record(pb, l, CATALOG_LINK_DOWN, 0);
+		probes_mark(pb, l, false, why);
+		pb->hard[l] = true;
+		pb->state[l] = LINKEST_BAD;
+		return true;
+	}
+	if (pb->hard[l]) {
+		if (s->crossed == 0)
+			return false; /* still dead */
+		/* Repaired: what the window saw before says nothing now. */
+		pb->hard[l] = false;
+		cur = LINKEST_OK;
+	}
+	nx = linkest_judge(pb->est, l, cur, &loss);
+	w = nx == LINKEST_DEGRADED
+		    ? linkest_weight(linkest_get_conf(pb->est), loss)
+	    : nx == LINKEST_OK ? 1
+			       : 0;
+	pb->state[l] = nx;
+	if (nx == LINKEST_BAD) {
+		probes_record(pb, l, CATALOG_LINK_DOWN, 0);
+		if (!up)
+			return false;
+		snprintf(why, sizeof(why), "loss %.2f%% (at least %.2f%%)",
+			 loss * 100,
+			 catalog_link(pb->p->cat, l)->loss_lo * 100);
+		probes_mark(pb, l, false, why);
+		return true;
+	}
+	/*
+	 * Degraded: reweigh on entry, and when the weight moved by half
+	 * again (not on every wobble of the estimate: each reweigh may move
+	 * QPs).
+	 */
+	if (up && cl->state == CATALOG_LINK_UP && nx == LINKEST_OK) {
+		probes_record(pb, l, CATALOG_LINK_UP, 1);
+		return false;
+	}
+	if (up && cl->state == CATALOG_LINK_DEGRADED &&
+	    nx == LINKEST_DEGRADED && w < cl->weight * 1.5 &&
+	    w > cl->weight / 1.5) {
+		probes_record(pb, l, CATALOG_LINK_DEGRADED, cl->weight);
+		return false;
+	}
+	probes_weigh(pb, l,
+		     nx == LINKEST_OK ? CATALOG_LINK_UP : CATALOG_LINK_DEGRADED,
+		     w, loss);
+	if (up)
+		return false;
+	snprintf(why, sizeof(why), "loss %.2f%% (at most %.2f%%)", loss * 100,
+		 catalog_link(pb->p->cat, l)->loss_hi * 100);
+	probes_mark(pb, l, true, why);
+	return true;
+}
+
 /* The round is over: judge every cable on what it saw. */
 static void
 probes_end(struct probes *pb)
@@ -619,6 +768,7 @@ probes_end(struct probes *pb)
 	struct c4p *p = pb->p;
 	const struct topo *t = p->topo;
 	bool changed = false;
+	uint64_t skipped;
 
 	event_del(pb->deadline);
 	pb->running = false;
@@ -632,37 +782,14 @@ probes_end(struct probes *pb)
 	for (size_t i = 0; i < pb->njobs; i++)
 		if (pb->jobs[i].sent && !pb->jobs[i].done)
 			p->st.probe_tasks_lost++;
-	for (uint32_t l = 0; l < t->nlinks; l++) {
-		const struct probes_seen *s = &pb->seen[l];
-		char why[128];
-
-		bool gray =
-			s->lossy >= PROBES_GRAY_MIN && s->lossy * 2 >= s->clean;
-
-		if (t->links[l].up &&
-		    ((s->clean == 0 && (s->vanished > 0 || s->lossy > 0)) ||
-		     gray)) {
-			snprintf(why, sizeof(why),
-				 "%u catalog ports left it, %u probes lost "
-				 "more than %.1f%%, %u crossed it cleanly",
-				 s->vanished, s->lossy,
-				 p->conf->probe.loss_threshold * 100, s->clean);
-			probes_mark(pb, l, false, why);
+	if (linkest_round_end(pb->est) < 0)
+		log_warnx("probe round %llu: out of memory for the estimate",
+			  (unsigned long long)pb->round);
+	skipped = linkest_get_stats(pb->est)->skipped;
+	p->st.probe_groups_skipped = skipped;
+	for (uint32_t l = 0; l < t->nlinks; l++)
+		if (probes_judge(pb, l))
 			changed = true;
-		} else if (!t->links[l].up && pb->marked[l] && s->clean > 0 &&
-			   !gray) {
-			/*
-			 * Back up once probes cross it cleanly and it would
-			 * not be marked gray: a probe or two lost to a
-			 * congested queue must not keep a repaired cable
-			 * out of service.
-			 */
-			snprintf(why, sizeof(why),
-				 "%u probes crossed it cleanly", s->clean);
-			probes_mark(pb, l, true, why);
-			changed = true;
-		}
-	}
 	/* The switches rehashed what crossed a changed cable: look again. */
 	if (changed || pb->again) {
 		pb->again = false;
@@ -763,9 +890,22 @@ probes_new(struct c4p *p)
 	pb->agents = calloc(t->nhosts ? t->nhosts : 1, sizeof(*pb->agents));
 	pb->seen = calloc(t->nlinks ? t->nlinks : 1, sizeof(*pb->seen));
 	pb->marked = calloc(t->nlinks ? t->nlinks : 1, sizeof(*pb->marked));
+	pb->hard = calloc(t->nlinks ? t->nlinks : 1, sizeof(*pb->hard));
+	pb->state = calloc(t->nlinks ? t->nlinks : 1, sizeof(*pb->state));
+	pb->est = linkest_new(
+		t, &(struct linkest_conf){
+			   .window = (uint32_t)p->conf->probe.window,
+			   .z = p->conf->probe.confidence_z,
+			   .loss_degraded = p->conf->probe.loss_degraded,
+			   .loss_down = p->conf->probe.loss_down,
+			   .loss_recover = p->conf->probe.loss_recover,
+			   .min_probes = (double)p->conf->probe.min_probes,
+			   .gbn_window = (uint32_t)p->conf->probe.gbn_window,
+			   .queue_us = (double)p->conf->probe.queue_delay_us});
 	pb->tick = event_new(p->dmn->base, -1, EV_PERSIST, probes_tick_cb, pb);
 	pb->deadline = evtimer_new(p->dmn->base, probes_deadline_cb, pb);
 	if (pb->agents == NULL || pb->seen == NULL || pb->marked == NULL ||
+	    pb->hard == NULL || pb->state == NULL || pb->est == NULL ||
 	    pb->tick == NULL || pb->deadline == NULL ||
 	    (iv > 0 && event_add(pb->tick, &tv) < 0)) {
 		probes_free(pb);
@@ -777,8 +917,18 @@ probes_new(struct c4p *p)
 void
 probes_forget(struct probes *pb, uint32_t link)
 {
-	if (link < pb->p->topo->nlinks)
-		pb->marked[link] = false;
+	const struct catalog_link *cl = catalog_link(pb->p->cat, link);
+	uint32_t moved;
+
+	if (cl == NULL)
+		return;
+	pb->marked[link] = pb->hard[link] = false;
+	pb->state[link] = LINKEST_OK;
+	if (cl->state != CATALOG_LINK_UP || cl->weight != 1) {
+		probes_record(pb, link, CATALOG_LINK_UP, 1);
+		link_set_weight(pb->p, link, "link set by the operator",
+				&moved);
+	}
 }
 
 void
@@ -793,6 +943,9 @@ probes_free(struct probes *pb)
 	free(pb->agents);
 	free(pb->seen);
 	free(pb->marked);
+	free(pb->hard);
+	free(pb->state);
+	linkest_free(pb->est);
 	free(pb->jobs);
 	free(pb->want);
 	free(pb);

@@ -50,7 +50,10 @@ int probes_result(struct probes *pb, struct c4p_sess *sess,
 /* A pair asked for without catalog entry (copied): probe it soon. */
 void probes_want(struct probes *pb, const struct catalog_key *k);
 
-/* The operator set the cable: probes no longer bring it back up. */
+/*
+ * The operator set the cable: probes no longer bring it back up, and what
+ * they judged of it (degraded, its weight) is dropped.
+ */
 void probes_forget(struct probes *pb, uint32_t link);
 
 /* The current round's number; *tasks: its results still awaited. */

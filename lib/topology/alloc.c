@@ -41,9 +41,12 @@ static void
 alloc_bundle_cap(struct alloc *a, uint32_t b)
 {
 	const struct topo_bundle *bd = &a->t->bundles[b];
-	double cap;
+	double cap = 0;
 
-	cap = topo_bundle_healthy(a->t, b) * a->t->links[bd->first_link].gbps;
+	/* healthy cables at their capacity for placement (see inv_link) */
+	for (uint32_t l = bd->first_link; l < bd->first_link + bd->count; l++)
+		if (a->t->links[l].up)
+			cap += 1.0 / a->inv_link[l];
 	a->inv_bcap[b] = cap > 0 ? 1.0 / cap : 0;
 }
 
@@ -75,10 +78,10 @@ alloc_new(struct topo *t, struct catalog *c)
 		alloc_free(a);
 		return NULL;
 	}
-	for (b = 0; b < t->nbundles; b++)
-		alloc_bundle_cap(a, b);
 	for (b = 0; b < t->nlinks; b++)
 		a->inv_link[b] = 1.0 / t->links[b].gbps;
+	for (b = 0; b < t->nbundles; b++)
+		alloc_bundle_cap(a, b);
 	return a;
 }
 
@@ -501,6 +504,24 @@ alloc_links_set(struct alloc *a, const uint32_t *links, const bool *up,
 	}
 	return rebal_move(a, any_up ? REBAL_SEL_RECOVER : REBAL_SEL_UNHEALTHY,
 			  changes, nchanges);
+}
+
+int
+alloc_link_reweigh(struct alloc *a, uint32_t link, size_t max_moves,
+		   struct alloc_change **changes, size_t *nchanges)
+{
+	const struct catalog_link *cl = catalog_link(a->cat, link);
+	double w = cl != NULL ? cl->weight : 1;
+
+	*changes = NULL;
+	*nchanges = 0;
+	if (link >= a->t->nlinks)
+		return -EINVAL;
+	if (w < ALLOC_WEIGHT_MIN)
+		w = ALLOC_WEIGHT_MIN;
+	a->inv_link[link] = 1.0 / (a->t->links[link].gbps * w);
+	alloc_bundle_cap(a, a->t->links[link].bundle);
+	return rebal_run(a, max_moves, changes, nchanges);
 }
 
 int

@@ -155,6 +155,21 @@ int alloc_link_set(struct alloc *a, uint32_t link, bool up,
 int alloc_port_set(struct alloc *a, uint32_t port, bool up,
 		   struct alloc_change **changes, size_t *nchanges);
 
+/* The smallest capacity share placement gives a cable (never 0). */
+#define ALLOC_WEIGHT_MIN 0.01
+
+/*
+ * The weight of cable link changed in the catalog (catalog_link_set: a
+ * degraded cable delivers only that share of its capacity): from now on
+ * placement counts its capacity as gbps x weight (at least
+ * ALLOC_WEIGHT_MIN), and a rebalancing pass (alloc_rebalance, max_moves)
+ * moves QPs only where their worst cable load strictly drops, so QPs
+ * leave a degraded cable only while a sibling has room below its own
+ * share.  *changes as alloc_rebalance.  Returns 0, -EINVAL or -ENOMEM.
+ */
+int alloc_link_reweigh(struct alloc *a, uint32_t link, size_t max_moves,
+		       struct alloc_change **changes, size_t *nchanges);
+
 /*
  * Sets the health of n cables (links[i] up when up[i]) as one batch: every
  * state is applied first, then the QPs on anything now down are placed

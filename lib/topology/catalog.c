@@ -18,6 +18,7 @@ struct catalog {
 	size_t nent, cap;
 	struct tmap idx;
 	uint64_t gen;
+	struct catalog_link *links; /* per cable: health as probes see it */
 };
 
 static uint64_t
@@ -64,7 +65,30 @@ catalog_new(const struct topo *t, const struct ecmp_model *model)
 		c->model = *model;
 		c->have_model = true;
 	}
+	c->links = calloc(t->nlinks ? t->nlinks : 1, sizeof(*c->links));
+	if (c->links == NULL) {
+		free(c);
+		return NULL;
+	}
+	for (uint32_t l = 0; l < t->nlinks; l++)
+		c->links[l].weight = 1;
 	return c;
+}
+
+int
+catalog_link_set(struct catalog *c, uint32_t link, const struct catalog_link *v)
+{
+	if (link >= c->t->nlinks || v->state > CATALOG_LINK_DOWN ||
+	    !(v->weight >= 0 && v->weight <= 1))
+		return -1;
+	c->links[link] = *v;
+	return 0;
+}
+
+const struct catalog_link *
+catalog_link(const struct catalog *c, uint32_t link)
+{
+	return c != NULL && link < c->t->nlinks ? &c->links[link] : NULL;
 }
 
 void
@@ -78,6 +102,7 @@ catalog_free(struct catalog *c)
 		free(c->ent[i].recs);
 	free(c->ent);
 	tmap_free(&c->idx);
+	free(c->links);
 	free(c);
 }
 

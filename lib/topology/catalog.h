@@ -76,6 +76,30 @@ struct probe_result {
 	uint16_t loss_permille;
 };
 
+/*
+ * A cable's health as the probes see it (the master sets it, the
+ * allocator reads the weight): up with weight 1; degraded, still carrying
+ * traffic at weight (the share of its capacity it delivers, 0 < weight <
+ * 1); down with weight 0.  Loss figures are fractions of the worse
+ * direction with their confidence bounds; rtt_us the mean RTT of probe
+ * answers that crossed it last (0: none), queue_us the queueing delay
+ * they saw on it (linkest.h).
+ */
+enum catalog_link_state {
+	CATALOG_LINK_UP = 0,
+	CATALOG_LINK_DEGRADED = 1,
+	CATALOG_LINK_DOWN = 2,
+};
+
+struct catalog_link {
+	uint8_t state; /* enum catalog_link_state */
+	double weight;
+	double loss, loss_lo, loss_hi;
+	double rtt_us;
+	double queue_us;   /* queueing delay of the busier direction */
+	uint64_t since_ns; /* when state last changed, the caller's clock */
+};
+
 struct catalog;
 
 /*
@@ -139,5 +163,19 @@ const struct catalog_entry *catalog_entry_at(const struct catalog *c, size_t i);
 int catalog_probe_tasks(const struct topo *t, uint64_t seed, uint16_t count,
 			struct probe_task **tasks, size_t *ntasks, char *err,
 			size_t errlen);
+
+/*
+ * Sets cable link's health record to *v (copied): 0, or -1 on a bad link
+ * id, state or a weight outside [0, 1].  The topology's up flag is not
+ * changed (alloc_link_set does that); the allocator reads the weight on
+ * alloc_link_reweigh().
+ */
+int catalog_link_set(struct catalog *c, uint32_t link,
+		     const struct catalog_link *v);
+/*
+ * Cable link's health record (every cable starts up, weight 1); NULL on a
+ * bad id or a NULL catalog.  Valid while the catalog lives.
+ */
+const struct catalog_link *catalog_link(const struct catalog *c, uint32_t link);
 
 #endif /* C4_CATALOG_H */

@@ -6,8 +6,12 @@
  * fills, every probe-origin record of `c4ctl paths` agrees with the path
  * the kernel's own route lookup gives for that source port, and a cable
  * taken down in the fabric is marked down by the master, whose holder of
- * QPs on it gets PathReassign away from it.  Root only (exit 77 else), and
- * only where c4fabric and its topology are built (77 too).
+ * QPs on it gets PathReassign away from it.  Gray failures: a cable that
+ * drops 2 % of packets both ways (c4fabric link loss) is marked degraded
+ * within 3 probe rounds and QPs leave it, while no other cable is ever
+ * marked, on that fabric and on a two-plane one with parallel cables and
+ * a 2:1 oversubscribed plane.  Root only (exit 77 else), and only where
+ * c4fabric and its topologies are built (77 too).
  */
 #include <check.h>
 #include <stdio.h>
@@ -26,20 +30,43 @@
 #define HOSTS	    8
 #define INTERVAL_MS 3000
 #define TOPO_FILE   "topology/fabric-8h4l4s.yaml"
+#define TOPO_2PLANE "topology/fabric-8h4l4s-2plane.yaml"
 
 static const char *fabric_bin;
-/* namespace prefix, per process: runs of this test on one machine must
- * not remove each other's fabric */
-static char prefix[32];
 static struct topo *topo;
+static const char *topo_file = TOPO_FILE;
+/* Namespace prefix, unique per run: parallel runs must not collide. */
+static char prefix[32];
+
+/* Makes file the fabric of the next test: loads it into topo. */
+static void
+use_topology(const char *file)
+{
+	struct cfg_diag d;
+
+	topo_free(topo);
+	topo = NULL;
+	topo_file = file;
+	if (topo_yaml_load(th_data(file), &topo, &d) < 0) {
+		cfg_diag_print(&d, stderr);
+		ck_abort_msg("cannot load %s", file);
+	}
+	cfg_diag_free(&d);
+}
 
 static int
-fabric(const char *a1, const char *a2, const char *a3)
+fabric(const char *a1, const char *a2, const char *a3, const char *a4)
 {
-	char *argv[] = {
-		(char *)fabric_bin, (char *)"-t", (char *)th_data(TOPO_FILE),
-		(char *)"-p",	    prefix,	  (char *)a1,
-		(char *)a2,	    (char *)a3,	  NULL};
+	char *argv[] = {(char *)fabric_bin,
+			(char *)"-t",
+			(char *)th_data(topo_file),
+			(char *)"-p",
+			(char *)prefix,
+			(char *)a1,
+			(char *)a2,
+			(char *)a3,
+			(char *)a4,
+			NULL};
 	char out[8192], err[8192];
 	int rc = th_run(argv, out, sizeof(out), err, sizeof(err), 60000);
 
@@ -207,7 +234,7 @@ start_all(struct th_daemon *m, struct th_daemon *ag)
 		 ", roles: [ccl-client], jobs: ['*']}\n"
 		 "log:\n"
 		 "  level: debug\n",
-		 th_data(TOPO_FILE), INTERVAL_MS);
+		 th_data(topo_file), INTERVAL_MS);
 	ck_assert_int_eq(th_start(m, "c4p-master", conf), 0);
 	for (int h = 0; h < HOSTS; h++) {
 		snprintf(conf, sizeof(conf),
@@ -270,7 +297,7 @@ START_TEST(test_probe_fabric)
 	long t0, dt;
 	char *pl;
 
-	ck_assert_int_eq(fabric("up", NULL, NULL), 0);
+	ck_assert_int_eq(fabric("up", NULL, NULL, NULL), 0);
 	start_all(&m, ag);
 	/* 8 hosts x 7 peers x 2 sides, all from probes. */
 	wait_catalog(&m, HOSTS * (HOSTS - 1) * 2, 1);
@@ -298,7 +325,7 @@ START_TEST(test_probe_fabric)
 	 * builds testing at once) took more than 3 intervals + 5 s.
 	 */
 	t0 = th_now_ms();
-	ck_assert_int_eq(fabric("link", "down", cable), 0);
+	ck_assert_int_eq(fabric("link", "down", cable, NULL), 0);
 	moved = c4p_client_poll(&cl, "comm/h0-h4", ports, 16,
 				INTERVAL_MS * 3 + 25000);
 	dt = th_now_ms() - t0;
@@ -335,7 +362,7 @@ START_TEST(test_probe_fabric)
 	ck_assert_int_gt(agree(&m, 0, 4), 0);
 
 	/* Back up: a clean round brings it back. */
-	ck_assert_int_eq(fabric("link", "up", cable), 0);
+	ck_assert_int_eq(fabric("link", "up", cable, NULL), 0);
 	t0 = th_now_ms();
 	while (th_now_ms() - t0 < INTERVAL_MS * 4) {
 		th_ctl(m.tcp, OPS_TOKEN, out, sizeof(out), "-o", "json",
@@ -356,7 +383,163 @@ START_TEST(test_probe_fabric)
 	for (int h = 0; h < HOSTS; h++)
 		ck_assert_int_eq(th_stop(&ag[h]), 0);
 	ck_assert_int_eq(th_stop(&m), 0);
-	ck_assert_int_eq(fabric("down", NULL, NULL), 0);
+	ck_assert_int_eq(fabric("down", NULL, NULL, NULL), 0);
+}
+END_TEST
+
+/*
+ * The links of `c4ctl links -o json` into out; for each, calls fn with
+ * its name, state and QPs leaving the leaf over it.
+ */
+static void
+links_each(const struct th_daemon *m,
+	   void (*fn)(const char *name, const char *state, long qps_up,
+		      void *arg),
+	   void *arg)
+{
+	static char out[131072];
+	const char *p = out;
+
+	ck_assert_int_eq(th_ctl(m->tcp, OPS_TOKEN, out, sizeof(out), "-o",
+				"json", "links", NULL),
+			 0);
+	while ((p = strstr(p, "{\"link\":\"")) != NULL) {
+		char name[64], state[16];
+		const char *q = strstr(p, "\"qps_up\":");
+
+		ck_assert(jstr(p, "link", name, sizeof(name)) == 0 &&
+			  jstr(p, "state", state, sizeof(state)) == 0 &&
+			  q != NULL);
+		fn(name, state, atol(q + 9), arg);
+		p++;
+	}
+}
+
+struct gray_watch {
+	const char *lossy; /* the cable losing packets ("" before) */
+	const char *leaf;  /* pick: the first cable of it carrying QPs */
+	char pick[64];
+	char state[16]; /* the lossy cable's */
+	long qps;	/* on the lossy cable */
+};
+
+/* Every cable but the lossy one must be up; notes the lossy one. */
+static void
+gray_check(const char *name, const char *state, long qps_up, void *arg)
+{
+	struct gray_watch *w = arg;
+
+	if (strcmp(name, w->lossy) == 0) {
+		snprintf(w->state, sizeof(w->state), "%s", state);
+		w->qps = qps_up;
+		return;
+	}
+	ck_assert_msg(strcmp(state, "up") == 0, "healthy %s marked %s", name,
+		      state);
+	if (w->pick[0] == '\0' && qps_up > 0 &&
+	    strncmp(name, w->leaf, strlen(w->leaf)) == 0 &&
+	    name[strlen(w->leaf)] == '-')
+		snprintf(w->pick, sizeof(w->pick), "%s", name);
+}
+
+/*
+ * Gray failure on the fabric of file: QPs from host0 to host4 on side
+ * (1 left, 2 right, leaving from leaf), a cable carrying some loses pct %
+ * both ways.  It must be degraded within 3 rounds after the loss began
+ * (the round running then plus 3), QPs must leave it, and no other cable
+ * may be marked, then or after the loss ends and it comes back up.
+ */
+static void
+gray_case(const char *file, int side, const char *leaf, const char *pct)
+{
+	struct th_daemon m, ag[HOSTS];
+	struct c4p_client cl;
+	struct c4p_client_req rq = {"comm/gray", "host0/nic0", "host4/nic0",
+				    side, 16};
+	struct c4p_client_port ports[16];
+	struct gray_watch w = {.lossy = "", .leaf = leaf};
+	int errs[1], moved;
+	long long r0, r1 = -1;
+	long t0, before;
+
+	use_topology(file);
+	ck_assert_int_eq(fabric("up", NULL, NULL, NULL), 0);
+	start_all(&m, ag);
+	wait_catalog(&m, HOSTS * (HOSTS - 1) * 2, 1);
+	ck_assert_int_eq(c4p_client_connect(&cl, m.tcp, CCL_TOKEN, "job-g",
+					    C4__ROLE__ROLE_CCL_CLIENT, 10000),
+			 0);
+	ck_assert_int_eq(c4p_client_request(&cl, &rq, 1, ports, errs), 0);
+	/* Two clean rounds: nothing is marked on a healthy fabric. */
+	r0 = counter(&m, "probe_round");
+	while (counter(&m, "probe_round") < r0 + 2) {
+		links_each(&m, gray_check, &w);
+		usleep(300000);
+	}
+	links_each(&m, gray_check, &w);
+	ck_assert_msg(w.pick[0] != '\0', "no cable of %s carries QPs", leaf);
+	w.lossy = w.pick;
+	links_each(&m, gray_check, &w);
+	before = w.qps;
+	ck_assert_int_gt(before, 0);
+
+	r0 = counter(&m, "probe_round");
+	ck_assert_int_eq(fabric("link", "loss", w.lossy, pct), 0);
+	/* The bound only ends a broken run; rounds are what is asserted. */
+	t0 = th_now_ms();
+	while (th_now_ms() - t0 < 240000) {
+		links_each(&m, gray_check, &w);
+		if (strcmp(w.state, "up") != 0) {
+			r1 = counter(&m, "probe_round");
+			break;
+		}
+		usleep(200000);
+	}
+	ck_assert_msg(r1 >= 0, "%s at %s%% never marked", w.lossy, pct);
+	ck_assert_str_eq(w.state, "degraded");
+	printf("metric probe_gray_%s_rounds %lld rounds (%s, %s%%)\n", leaf,
+	       r1 - r0, file, pct);
+	ck_assert_msg(r1 <= r0 + 4, "%s marked in round %lld, loss from %lld",
+		      w.lossy, r1, r0);
+	/* QPs leave it: the holder is told, fewer QPs are on it. */
+	moved = c4p_client_poll(&cl, "comm/gray", ports, 16, 30000);
+	ck_assert_int_gt(moved, 0);
+	links_each(&m, gray_check, &w);
+	ck_assert_msg(w.qps < before, "%s: %ld QPs, %ld before", w.lossy, w.qps,
+		      before);
+	/* Two more rounds under loss: still no healthy cable marked. */
+	r1 = counter(&m, "probe_round");
+	while (counter(&m, "probe_round") < r1 + 2) {
+		links_each(&m, gray_check, &w);
+		usleep(300000);
+	}
+	/* Repaired: back up once the window is clean, nothing else marked. */
+	ck_assert_int_eq(fabric("link", "loss", w.lossy, "0"), 0);
+	t0 = th_now_ms();
+	while (th_now_ms() - t0 < 240000) {
+		links_each(&m, gray_check, &w);
+		if (strcmp(w.state, "up") == 0)
+			break;
+		usleep(300000);
+	}
+	ck_assert_str_eq(w.state, "up");
+	c4p_client_close(&cl);
+	for (int h = 0; h < HOSTS; h++)
+		ck_assert_int_eq(th_stop(&ag[h]), 0);
+	ck_assert_int_eq(th_stop(&m), 0);
+	ck_assert_int_eq(fabric("down", NULL, NULL, NULL), 0);
+}
+
+START_TEST(test_probe_gray)
+{
+	gray_case(TOPO_FILE, 1, "leaf0", "2");
+}
+END_TEST
+
+START_TEST(test_probe_gray_2plane)
+{
+	/* the right side: plane 1, parallel 100G cables, 2:1 */
+	gray_case(TOPO_2PLANE, 2, "leaf1", "2");
 }
 END_TEST
 
@@ -374,7 +557,8 @@ main(void)
 	if (fabric_bin == NULL)
 		fabric_bin = th_bin("tools/c4fabric/c4fabric");
 	if (geteuid() != 0 || access(fabric_bin, X_OK) != 0 ||
-	    access(th_data(TOPO_FILE), R_OK) != 0) {
+	    access(th_data(TOPO_FILE), R_OK) != 0 ||
+	    access(th_data(TOPO_2PLANE), R_OK) != 0) {
 		printf("skipped: needs root, c4fabric and %s\n", TOPO_FILE);
 		return 77;
 	}
@@ -383,8 +567,10 @@ main(void)
 		return 1;
 	}
 	cfg_diag_free(&d);
-	tcase_set_timeout(tc, 540);
+	tcase_set_timeout(tc, 900);
 	tcase_add_test(tc, test_probe_fabric);
+	tcase_add_test(tc, test_probe_gray);
+	tcase_add_test(tc, test_probe_gray_2plane);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_NOFORK);
@@ -392,6 +578,6 @@ main(void)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	topo_free(topo);
-	fabric("down", NULL, NULL);
+	fabric("down", NULL, NULL, NULL);
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -98,7 +98,14 @@ tc4p_new(void)
 	x->conf.probe.rate = 1000;
 	x->conf.probe.repeats = 1;
 	x->conf.probe.timeout = 100;
-	x->conf.probe.loss_threshold = 0.05;
+	x->conf.probe.window = 3;
+	x->conf.probe.confidence_z = 3;
+	x->conf.probe.loss_degraded = 0.01;
+	x->conf.probe.loss_down = 0.25;
+	x->conf.probe.loss_recover = 0.005;
+	x->conf.probe.min_probes = 50;
+	x->conf.probe.gbn_window = 128;
+	x->conf.probe.queue_delay_us = 1000;
 	x->conf.probe.hosts_per_leaf = 1;
 	x->d.conf = &x->conf;
 	x->d.state = &x->p;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "catalog.h"
 #include "tfab.h"
 
@@ -247,6 +248,91 @@ START_TEST(test_probe_tasks)
 }
 END_TEST
 
+/* QPs leaving leaf0 per uplink, into up[0..4). */
+static uint64_t
+link_ups(const struct alloc *a, const struct topo *t, uint64_t *up)
+{
+	uint64_t sum = 0, dn;
+	uint32_t k = 0;
+
+	for (uint32_t l = 0; l < t->nlinks; l++)
+		if (t->links[l].leaf == 0) {
+			alloc_link_load(a, l, &up[k], &dn);
+			sum += up[k++];
+		}
+	ck_assert_uint_eq(k, 4);
+	return sum;
+}
+
+/*
+ * A degraded cable keeps a weight: its state and weight are recorded in
+ * the catalog, the allocator counts its capacity at that share, QPs leave
+ * it only down to its share and no sibling gets more than its own; back
+ * at weight 1 the QPs spread evenly again.  Bad records are refused.
+ */
+START_TEST(test_link_weight)
+{
+	struct topo *t = tfab_new(2, 2, true);
+	struct ecmp_model m = {7};
+	struct catalog *c = catalog_new(t, &m);
+	struct alloc *a = alloc_new(t, c);
+	struct alloc_qp_req q[16];
+	struct alloc_qp_res r[16];
+	struct alloc_change *ch;
+	size_t nch;
+	uint64_t up[4];
+	char err[256];
+	struct catalog_link v = {
+		.state = CATALOG_LINK_DEGRADED, .weight = 0.28, .loss = 0.02};
+	uint32_t l0 = 0; /* leaf0-spine0, first cable */
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert(catalog_link(c, l0)->weight == 1);
+	ck_assert_int_eq(catalog_link(c, l0)->state, CATALOG_LINK_UP);
+	for (int i = 0; i < 16; i++)
+		q[i] = (struct alloc_qp_req){tfab_ip(0, 0, 0, true),
+					     tfab_ip(2, 0, 0, true), TOPO_LEFT,
+					     1};
+	ck_assert_int_eq(
+		alloc_request(a, "r", 1, 0, 60, q, 16, r, err, sizeof(err)), 0);
+	ck_assert_uint_eq(link_ups(a, t, up), 16);
+	for (int k = 0; k < 4; k++)
+		ck_assert_uint_eq(up[k], 4);
+	ck_assert_int_eq(catalog_link_set(c, l0, &v), 0);
+	ck_assert_int_eq(alloc_link_reweigh(a, l0, 1000, &ch, &nch), 0);
+	ck_assert_uint_gt(nch, 0);
+	free(ch);
+	ck_assert_uint_eq(link_ups(a, t, up), 16);
+	/* shares: 16 x 0.28 / 3.28 = 1.4 and 16 / 3.28 = 4.9 */
+	ck_assert_uint_ge(up[0], 1);
+	ck_assert_uint_le(up[0], 2);
+	for (int k = 1; k < 4; k++)
+		ck_assert_uint_le(up[k], 5);
+	/* a new QP avoids the degraded cable while others have room */
+	ck_assert_int_eq(
+		alloc_request(a, "r2", 1, 0, 60, q, 1, r, err, sizeof(err)), 0);
+	ck_assert_uint_ne(r[0].path.up, l0);
+	ck_assert_uint_eq(alloc_release(a, "r2"), 1);
+	v = (struct catalog_link){.state = CATALOG_LINK_UP, .weight = 1};
+	ck_assert_int_eq(catalog_link_set(c, l0, &v), 0);
+	ck_assert_int_eq(alloc_link_reweigh(a, l0, 1000, &ch, &nch), 0);
+	free(ch);
+	link_ups(a, t, up);
+	for (int k = 0; k < 4; k++)
+		ck_assert_uint_eq(up[k], 4);
+	v.weight = 1.5;
+	ck_assert_int_eq(catalog_link_set(c, l0, &v), -1);
+	v.weight = 1;
+	v.state = 7;
+	ck_assert_int_eq(catalog_link_set(c, l0, &v), -1);
+	ck_assert_int_eq(catalog_link_set(c, t->nlinks, &v), -1);
+	ck_assert_ptr_null(catalog_link(c, t->nlinks));
+	alloc_free(a);
+	catalog_free(c);
+	topo_free(t);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -260,6 +346,7 @@ main(void)
 	tcase_add_test(tc, test_probe_parallel_cables);
 	tcase_add_test(tc, test_iterate_and_restore);
 	tcase_add_test(tc, test_probe_tasks);
+	tcase_add_test(tc, test_link_weight);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
