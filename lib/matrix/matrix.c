@@ -496,7 +496,8 @@ matrix_mark_host(struct matrix *m, uint32_t host, int what)
 int
 matrix_back(const struct matrix *m, uint32_t ci, uint32_t rank)
 {
-	return m->hosts[m->devs[m->comms[ci].dev[rank]].hidx].back;
+	return m->nback > 0 &&
+	       m->hosts[m->devs[m->comms[ci].dev[rank]].hidx].back;
 }
 
 static void
@@ -544,11 +545,13 @@ matrix_analyze(struct matrix *m, const struct matrix_input *in,
 		for (i = 0; i < in->nconn; i++)
 			matrix_mark_rank(m, in->conn[i].comm, in->conn[i].src);
 	}
+	m->nback = 0;
 	for (h = 0; h < m->nhosts; h++) {
 		struct host *x = &m->hosts[h];
 
 		/* back after a silence: its reports mix two intervals */
 		x->back = x->heard && x->last_seen > 0 && x->last_seen < m->iv;
+		m->nback += x->back;
 		if (x->heard)
 			x->last_seen = m->iv + 1;
 	}

@@ -410,6 +410,7 @@ struct matrix {
 	uint32_t cblamed;
 	uint64_t ndropped; /* events that broke the contract */
 	uint64_t slow_iv;  /* interval + 1 some host computed slower (wait.c) */
+	uint32_t nback;	   /* hosts back from a silence this interval */
 	/* one-interval spikes (spike.c): decayed sums, this interval's */
 	struct spike_rate {
 		double on, n;	 /* ends of runs and warm samples, decayed */
