@@ -418,8 +418,8 @@ START_TEST(test_nonreading_peers_bounded)
 {
 	static const char conf[] = CONF_HEAD "server:\n"
 					     "  listen: 127.0.0.1:0\n"
-					     "  max_frame: 64KiB\n"
-					     "  output_low: 64KiB\n"
+					     "  max_frame: 1MiB\n"
+					     "  output_low: 1MiB\n"
 					     "  max_output: 4MiB\n"
 					     "  max_output_total: 16MiB\n"
 					     "  heartbeat: 1s\n"
