@@ -53,31 +53,22 @@
 	"    token: " AGENT_TOKEN "\n"                                         \
 	"    roles: [agent]\n"
 
-/* Reads one counter from `c4ctl -o json status`. */
+/* A counter of d (the test fails when it has none). */
 static long long
 counter(const struct th_daemon *d, const char *name)
 {
-	char out[16384], key[128];
-	const char *p;
+	long long v = th_counter(d, OPS_TOKEN, name);
 
-	ck_assert_int_eq(th_ctl(d->tcp, OPS_TOKEN, out, sizeof(out), "-o",
-				"json", "status", NULL),
-			 0);
-	snprintf(key, sizeof(key), "\"%s\":", name);
-	p = strstr(out, key);
-	ck_assert_msg(p != NULL, "no counter %s in %s", name, out);
-	return atoll(p + strlen(key));
+	ck_assert_msg(v >= 0, "no counter %s", name);
+	return v;
 }
 
 /* Waits until counter name reaches at least want; its value. */
 static long long
 wait_counter(const struct th_daemon *d, const char *name, long long want)
 {
-	long deadline = th_now_ms() + WAIT_MS;
-	long long v;
+	long long v = th_wait_counter(d, OPS_TOKEN, name, want, WAIT_MS);
 
-	while ((v = counter(d, name)) < want && th_now_ms() < deadline)
-		usleep(100 * 1000);
 	ck_assert_msg(v >= want, "%s stayed at %lld (want %lld)", name, v,
 		      want);
 	return v;
