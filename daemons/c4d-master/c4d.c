@@ -525,6 +525,30 @@ static const struct cfg_schema c4d_events_schema = {
 	"events", sizeof(struct c4d_events_conf), c4d_events_fields,
 	CFG_NFIELDS(c4d_events_fields), NULL};
 
+static const struct cfg_field c4d_limits_fields[] = {
+	{"max_comms", CFG_INT, offsetof(struct c4d_limits_conf, max_comms), 0,
+	 1, C4D_COMMS_MAX, C4D_COMMS_DEF, NULL,
+	 "communicators of the job (destroyed ones count)"},
+	{"max_comms_per_session", CFG_INT,
+	 offsetof(struct c4d_limits_conf, max_comms_per_session), 0, 1,
+	 C4D_COMMS_MAX, C4D_COMMS_SESSION_DEF, NULL,
+	 "communicators one session may introduce"},
+};
+
+static void
+c4d_limits_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
+{
+	struct c4d_limits_conf *c = obj;
+
+	if (c->max_comms_per_session > c->max_comms)
+		cfg_diag_add(d, at,
+			     "limits: max_comms_per_session above max_comms");
+}
+
+static const struct cfg_schema c4d_limits_schema = {
+	"limits", sizeof(struct c4d_limits_conf), c4d_limits_fields,
+	CFG_NFIELDS(c4d_limits_fields), c4d_limits_validate};
+
 static const struct cfg_field c4d_detect_fields[] = {
 	{"interval", CFG_DURATION, offsetof(struct c4d_detect_conf, interval),
 	 0, 100, 600000, "1s", NULL, "analysis period (agents report at it)"},
@@ -571,6 +595,8 @@ static const struct cfg_field c4d_fields[] = {
 	HTTP_CONF_FIELD(offsetof(struct c4d_conf, http)),
 	{"events", CFG_SECTION, offsetof(struct c4d_conf, events), 0, 0, 0,
 	 NULL, &c4d_events_schema, "the in-memory event list"},
+	{"limits", CFG_SECTION, offsetof(struct c4d_conf, limits), 0, 0, 0,
+	 NULL, &c4d_limits_schema, "what the job's agents may make it keep"},
 	DAEMON_LOG_FIELD(offsetof(struct c4d_conf, log)),
 };
 

@@ -69,6 +69,7 @@ ingest_new(const char *job, const struct ingest_params *p,
 		ingest_free(g);
 		return NULL;
 	}
+	telemetry_set_limits(&g->tele, p->max_comms, p->max_comms_per_session);
 	return g;
 }
 
@@ -100,10 +101,17 @@ ingest_free(struct ingest *g)
 /* ---- what agents send -------------------------------------------------- */
 
 int
-ingest_register(struct ingest *g, const C4__CommRegister *m,
+ingest_register(struct ingest *g, const C4__CommRegister *m, const void *link,
 		struct msg_err *err)
 {
-	return telemetry_register(&g->tele, m, err);
+	return telemetry_register(&g->tele, m, link, err);
+}
+
+void
+ingest_set_limits(struct ingest *g, uint64_t max_comms,
+		  uint64_t max_comms_per_session)
+{
+	telemetry_set_limits(&g->tele, max_comms, max_comms_per_session);
 }
 
 int
@@ -118,6 +126,7 @@ void
 ingest_unlink(struct ingest *g, const void *link)
 {
 	hosts_unlink(&g->hosts, link);
+	telemetry_unlink(&g->tele, link);
 }
 
 int

@@ -43,6 +43,8 @@ struct ingest_params {
 	unsigned persist_k;	 /* hot in k of the last n intervals */
 	unsigned persist_n;
 	double min_slowdown;
+	uint64_t max_comms;		/* of the job; 0: no cap */
+	uint64_t max_comms_per_session; /* introduced by one session */
 };
 
 struct ingest_stats {
@@ -63,6 +65,7 @@ struct ingest_stats {
 	uint64_t flights_matched;   /* ops timed by both ends (flight.h) */
 	uint64_t flights_unmatched; /* one end's timing, never the other's */
 	uint64_t timing_refused;    /* timing lists of unequal lengths */
+	uint64_t comms_refused;	    /* new communicators beyond a cap */
 };
 
 /* Receives each event transition; ev is valid during the call only. */
@@ -96,12 +99,20 @@ void ingest_set_touch(struct ingest *g, ingest_touch_fn touch);
 void ingest_free(struct ingest *g);
 
 /*
- * A registration from an agent (ranks may arrive in parts); see
- * telemetry_register() (telemetry.h).  Reads m only.  Returns 0, or -1 with err
- * set for a registration to refuse (-1 with err untouched: no memory).
+ * A registration from an agent on session link (ranks may arrive in
+ * parts); see telemetry_register() (telemetry.h).  Reads m only.  Returns
+ * 0, or -1 with err set for a registration to refuse (-1 with err
+ * untouched: no memory).
  */
 int ingest_register(struct ingest *g, const C4__CommRegister *m,
-		    struct msg_err *err);
+		    const void *link, struct msg_err *err);
+
+/*
+ * Sets the caps on communicators of the job and per session (0: none);
+ * see telemetry_set_limits() (telemetry.h).  Known ones stay.
+ */
+void ingest_set_limits(struct ingest *g, uint64_t max_comms,
+		       uint64_t max_comms_per_session);
 
 /*
  * Queues a telemetry batch from the agent of host node, received on
@@ -115,7 +126,8 @@ int ingest_telemetry(struct ingest *g, const char *node,
 
 /*
  * Session link closed: its hosts are no longer linked, so an unheard one
- * is lost after the node timeout alone (no grace for a late agent).
+ * is lost after the node timeout alone (no grace for a late agent), and
+ * the communicators it introduced leave its cap.
  */
 void ingest_unlink(struct ingest *g, const void *link);
 

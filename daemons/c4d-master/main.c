@@ -71,10 +71,12 @@ c4d_on_close(struct srv_conn *c, void *arg)
 {
 	struct dmn *d = arg;
 
-	if (d->state != NULL && srv_conn_get_data(c) == d->state) {
+	if (d->state == NULL)
+		return;
+	if (srv_conn_get_data(c) == d->state)
 		c4d_main_stats(d)->agents--;
-		ingest_unlink(((struct c4d_main *)d->state)->ingest, c);
-	}
+	/* Any session may have registered communicators (its cap ends). */
+	ingest_unlink(((struct c4d_main *)d->state)->ingest, c);
 }
 
 /* Admin views: events (from memory), the job, its ranks, the matrix. */
@@ -151,7 +153,7 @@ c4d_on_message(struct srv_conn *c, const C4__Envelope *env, struct msg_err *err,
 	switch (env->type) {
 	case C4__MSG_TYPE__MSG_COMM_REGISTER:
 		st->comm_registrations++;
-		return ingest_register(cm->ingest, env->comm_register, err);
+		return ingest_register(cm->ingest, env->comm_register, c, err);
 	case C4__MSG_TYPE__MSG_TELEMETRY:
 		b = env->telemetry;
 		st->telemetry_batches++;
@@ -191,6 +193,8 @@ c4d_on_status(struct srv *s, C4__AdminReply *r, void *arg)
 	srv_reply_counter(r, "comms", is->comms, "communicators known", 1);
 	srv_reply_counter(r, "comms_incomplete", is->comms_incomplete,
 			  "communicators with ranks not yet registered", 1);
+	srv_reply_counter(r, "comms_refused", is->comms_refused,
+			  "new communicators refused at limits.max_comms*", 0);
 	srv_reply_counter(r, "windows_dropped", is->windows_dropped,
 			  "host intervals dropped: sent faster than analysed",
 			  0);
@@ -286,6 +290,8 @@ c4d_start(struct dmn *d)
 	p.persist_k = (unsigned)c->detection.persist_k;
 	p.persist_n = (unsigned)c->detection.persist_n;
 	p.min_slowdown = c->detection.min_slowdown;
+	p.max_comms = (uint64_t)c->limits.max_comms;
+	p.max_comms_per_session = (uint64_t)c->limits.max_comms_per_session;
 	cm->ingest = ingest_new(c->job, &p, c4d_publish_cb, cm);
 	cm->tick = event_new(d->base, -1, 0, c4d_tick_cb, cm);
 	if (cm->ingest == NULL || cm->tick == NULL)
@@ -314,6 +320,11 @@ static void
 c4d_reload(struct dmn *d, const void *old)
 {
 	const struct c4d_conf *o = old, *n = d->conf;
+	struct c4d_main *cm = d->state;
+
+	/* The caps apply to the next new communicator. */
+	ingest_set_limits(cm->ingest, (uint64_t)n->limits.max_comms,
+			  (uint64_t)n->limits.max_comms_per_session);
 
 	if (strcmp(o->state_dir ?: "", n->state_dir ?: "") != 0 ||
 	    strcmp(o->http.listen ?: "", n->http.listen ?: "") != 0 ||

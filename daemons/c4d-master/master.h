@@ -31,6 +31,9 @@
 #define C4D_EVENTS_REPLY_MAX   1000	      /* events per ADMIN_EVENTS */
 #define C4D_EVENTS_REPLY_BYTES (1024u * 1024) /* under FRAME_MAX_DEFAULT */
 #define C4D_WEBHOOKS_MAX       16
+#define C4D_COMMS_DEF	       "65536" /* limits.max_comms */
+#define C4D_COMMS_SESSION_DEF  "16384" /* limits.max_comms_per_session */
+#define C4D_COMMS_MAX	       (1u << 24)
 #define STORE_SCHEMA_VERSION   2
 #define STORE_QUEUE_MAX	       100000 /* jobs not committed yet */
 #define STORE_STALL_MS	       10000  /* oldest job: unhealthy above */
@@ -59,6 +62,12 @@ struct c4d_events_conf {
 	int64_t keep_resolved;
 };
 
+/* The "limits:" section: what one job's agents may make the master keep. */
+struct c4d_limits_conf {
+	int64_t max_comms;	       /* communicators of the job */
+	int64_t max_comms_per_session; /* introduced by one session */
+};
+
 /* The "detection:" section (durations in ms). */
 struct c4d_detect_conf {
 	int64_t interval;
@@ -78,6 +87,7 @@ struct c4d_conf {
 	struct cfg_list webhooks; /* struct webhook_conf */
 	struct http_conf http;
 	struct c4d_events_conf events;
+	struct c4d_limits_conf limits;
 	struct daemon_log_conf log;
 };
 extern const struct cfg_schema c4d_schema;

@@ -44,11 +44,83 @@ telemetry_retire(struct telemetry *t, uint64_t hash)
 	}
 }
 
-/* The communicator m registers, created on its first registration. */
+void
+telemetry_set_limits(struct telemetry *t, uint64_t max, uint64_t max_per_link)
+{
+	t->max_comms = max;
+	t->max_comms_per_link = max_per_link;
+}
+
+/* The count of link (created at 0), or NULL without memory. */
+static struct telemetry_link *
+telemetry_link_get(struct telemetry *t, const void *link)
+{
+	uint32_t li;
+
+	if (u64map_get(&t->link_map, (uintptr_t)link, &li) == 0)
+		return &t->links[li];
+	if (vec_reserve((void **)&t->links, &t->clinks, t->nlinks + 1,
+			sizeof(*t->links)) < 0 ||
+	    u64map_put(&t->link_map, (uintptr_t)link, (uint32_t)t->nlinks) < 0)
+		return NULL;
+	t->links[t->nlinks].link = link;
+	t->links[t->nlinks].comms = 0;
+	return &t->links[t->nlinks++];
+}
+
+void
+telemetry_unlink(struct telemetry *t, const void *link)
+{
+	uint32_t li;
+
+	if (u64map_get(&t->link_map, (uintptr_t)link, &li) < 0)
+		return;
+	u64map_del(&t->link_map, (uintptr_t)link);
+	if (li + 1 < t->nlinks) {
+		t->links[li] = t->links[t->nlinks - 1];
+		u64map_put(&t->link_map, (uintptr_t)t->links[li].link, li);
+	}
+	t->nlinks--;
+}
+
+/*
+ * May the session counted in l (NULL: none) introduce one more
+ * communicator?  0, or -1 with err set (ERR_LIMIT, counted) at a cap.
+ */
+static int
+telemetry_comm_admit(struct telemetry *t, const C4__CommRegister *m,
+		     const struct telemetry_link *l, struct msg_err *err)
+{
+	if (t->max_comms > 0 && t->ncomms >= t->max_comms) {
+		snprintf(err->text, sizeof(err->text),
+			 "communicator %016" PRIx64
+			 " refused: the job has %zu communicators "
+			 "(limits.max_comms)",
+			 m->comm_hash, t->ncomms);
+	} else if (l != NULL && t->max_comms_per_link > 0 &&
+		   l->comms >= t->max_comms_per_link) {
+		snprintf(err->text, sizeof(err->text),
+			 "communicator %016" PRIx64
+			 " refused: this session registered %" PRIu64
+			 " communicators (limits.max_comms_per_session)",
+			 m->comm_hash, l->comms);
+	} else {
+		return 0;
+	}
+	err->code = C4__ERROR_CODE__ERR_LIMIT;
+	t->st->comms_refused++;
+	return -1;
+}
+
+/*
+ * The communicator m registers, created on its first registration if the
+ * caps allow it (introduced by session link).
+ */
 static struct telemetry_comm *
 telemetry_comm_get(struct telemetry *t, const C4__CommRegister *m,
-		   struct msg_err *err)
+		   const void *link, struct msg_err *err)
 {
+	struct telemetry_link *l;
 	struct telemetry_comm *c;
 	uint32_t ci;
 
@@ -64,6 +136,10 @@ telemetry_comm_get(struct telemetry *t, const C4__CommRegister *m,
 		}
 		return c;
 	}
+	l = link != NULL ? telemetry_link_get(t, link) : NULL;
+	if ((link != NULL && l == NULL) ||
+	    telemetry_comm_admit(t, m, l, err) < 0)
+		return NULL;
 	if (vec_reserve((void **)&t->comms, &t->ccomms, t->ncomms + 1,
 			sizeof(*t->comms)) < 0)
 		return NULL;
@@ -84,6 +160,8 @@ telemetry_comm_get(struct telemetry *t, const C4__CommRegister *m,
 	}
 	t->ncomms++;
 	t->st->comms = t->ncomms;
+	if (l != NULL)
+		l->comms++;
 	return c;
 }
 
@@ -122,7 +200,7 @@ telemetry_place_ranks(struct telemetry *t, struct telemetry_comm *c,
 
 int
 telemetry_register(struct telemetry *t, const C4__CommRegister *m,
-		   struct msg_err *err)
+		   const void *link, struct msg_err *err)
 {
 	struct telemetry_comm *c;
 
@@ -135,7 +213,7 @@ telemetry_register(struct telemetry *t, const C4__CommRegister *m,
 		t->st->registrations++;
 		return 0;
 	}
-	c = telemetry_comm_get(t, m, err);
+	c = telemetry_comm_get(t, m, link, err);
 	if (c == NULL)
 		return -1;
 	t->st->registrations++;
@@ -501,5 +579,7 @@ telemetry_free(struct telemetry *t)
 	}
 	free(t->comms);
 	u64map_free(&t->comm_map);
+	free(t->links);
+	u64map_free(&t->link_map);
 	memset(t, 0, sizeof(*t));
 }

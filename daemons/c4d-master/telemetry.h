@@ -33,6 +33,12 @@ struct telemetry_comm {
 	int retired; /* destroyed by the job */
 };
 
+/* Communicators one session introduced (the per-session cap). */
+struct telemetry_link {
+	const void *link;
+	uint64_t comms;
+};
+
 struct telemetry {
 	struct hosts *hosts;	 /* borrowed: hosts are added here */
 	struct matrix *m;	 /* borrowed: the engine */
@@ -41,6 +47,11 @@ struct telemetry {
 	struct telemetry_comm *comms;
 	size_t ncomms, ccomms;
 	struct u64map comm_map;
+	/* Caps on communicators: of the job, and introduced per session. */
+	uint64_t max_comms, max_comms_per_link;
+	struct telemetry_link *links;
+	size_t nlinks, clinks;
+	struct u64map link_map; /* (uintptr_t)link -> index in links */
 };
 
 /*
@@ -52,16 +63,33 @@ int telemetry_init(struct telemetry *t, struct hosts *hosts, struct matrix *m,
 		   struct ingest_stats *st);
 
 /*
- * Applies one registration from an agent (ranks may arrive in parts):
- * records each rank's host, GPU and NIC, and hands the communicator to the
- * engine once all its ranks are known.  A destroyed communicator is
- * retired from the engine, so its quiet ranks do not read as a hang.
+ * Sets the caps on communicators: max of the job (retired ones count:
+ * they keep their memory), and max_per_link introduced by one session
+ * (the session whose registration first named the hash).  0 leaves a cap
+ * off.  Communicators already known stay; only new ones are refused.
+ */
+void telemetry_set_limits(struct telemetry *t, uint64_t max,
+			  uint64_t max_per_link);
+
+/*
+ * Applies one registration from an agent on session link (ranks may
+ * arrive in parts): records each rank's host, GPU and NIC, and hands the
+ * communicator to the engine once all its ranks are known.  A destroyed
+ * communicator is retired from the engine, so its quiet ranks do not read
+ * as a hang.  A new hash beyond a cap (telemetry_set_limits) is refused
+ * with ERR_LIMIT and counted in comms_refused; known ones keep working.
  * Reads m only.  Returns 0, or -1 with err set for a registration that
- * contradicts an earlier one or that the engine refuses (-1 with err
- * untouched: out of memory).
+ * contradicts an earlier one, passes a cap or that the engine refuses
+ * (-1 with err untouched: out of memory).
  */
 int telemetry_register(struct telemetry *t, const C4__CommRegister *m,
-		       struct msg_err *err);
+		       const void *link, struct msg_err *err);
+
+/*
+ * Session link closed: what it introduced no longer counts against a
+ * session's cap (the communicators stay, and count for the job).
+ */
+void telemetry_unlink(struct telemetry *t, const void *link);
 
 /*
  * Queues the batch b from the agent of host node (b->host, when set,

@@ -149,6 +149,9 @@ srv_get_stats(const struct srv *s)
 /* ---- sending ----------------------------------------------------------------
  */
 
+/* Frames below this size are copied into the output buffer. */
+#define SRV_COPY_MAX 4096
+
 /* evbuffer cleanup of a frame from msg_frame_new(). */
 static void
 srv_frame_free(const void *data, size_t len, void *arg)
@@ -179,12 +182,21 @@ srv_send(struct srv_conn *c, C4__MsgType type, void *body, uint64_t reply_to)
 		free(buf);
 		return -1;
 	}
-	/* the evbuffer takes the frame as it is: no second copy */
-	rc = evbuffer_add_reference(out, buf, n, srv_frame_free, NULL);
-	if (rc < 0) {
+	/*
+	 * A large frame is taken as it is (no second copy); a small one is
+	 * copied into the buffer's chains, since a chain per frame costs far
+	 * more than its bytes, which is all max_output* count.
+	 */
+	if (n < SRV_COPY_MAX) {
+		rc = evbuffer_add(out, buf, n);
 		free(buf);
-		return -1;
+	} else {
+		rc = evbuffer_add_reference(out, buf, n, srv_frame_free, NULL);
+		if (rc < 0)
+			free(buf);
 	}
+	if (rc < 0)
+		return -1;
 	c->srv->stats.frames_out++;
 	c->srv->stats.bytes_out += n;
 	return 0;

@@ -5,10 +5,14 @@
  */
 #define LOG_SUBSYS "srv"
 
+/* Waiting connections looked at for one eviction. */
+#define SRV_EVICT_SCAN 64
+
 #include "srv_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <time.h>
 
 #include "clock.h"
@@ -189,18 +193,95 @@ srv_flow_deadline(struct srv_conn *c, size_t avail, unsigned handled)
 	event_add(c->frame_ev, &tv);
 }
 
+/* Bytes the peer of c sent that the server has not read yet. */
+static int
+srv_flow_pending(struct srv_conn *c)
+{
+	int n = 0;
+
+	if (ioctl(bufferevent_getfd(c->bev), FIONREAD, &n) < 0)
+		return 0;
+	return n;
+}
+
+/*
+ * Closes the oldest connections awaiting their hello until the budget has
+ * room, skipping those the server has not had a chance to read: accepted
+ * in this turn of the event loop, or with bytes waiting in the socket (a
+ * hello about to be read).  At most SRV_EVICT_SCAN are looked at.
+ */
+static void
+srv_flow_evict(struct srv *s)
+{
+	uint64_t older = s->stats.conns_unauth > s->admit_n
+				 ? s->stats.conns_unauth - s->admit_n
+				 : 0;
+	struct srv_conn *old = TAILQ_FIRST(&s->unauth), *next;
+
+	for (int k = 0;
+	     old != NULL && k < SRV_EVICT_SCAN && (uint64_t)k < older &&
+	     s->stats.conns_unauth >= (uint64_t)s->p.conf->max_unauth;
+	     k++, old = next) {
+		next = TAILQ_NEXT(old, uentry);
+		if (srv_flow_pending(old) > 0)
+			continue;
+		s->stats.unauth_evicted++;
+		srv_flow_warn(s, old->src,
+			      "%s: closed to make room: %lld connections await "
+			      "their hello",
+			      old->peer, (long long)s->p.conf->max_unauth);
+		srv_conn_free(old);
+	}
+}
+
+static void
+srv_flow_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct srv *s = arg;
+
+	(void)fd;
+	(void)what;
+	s->accept_paused = 0;
+	for (size_t i = 0; i < s->nlisteners; i++)
+		evconnlistener_enable(s->listeners[i]);
+}
+
+/*
+ * Half the budget was admitted in this turn of the event loop: no more
+ * accepts until the next turn, so that what was accepted is read (its
+ * hello served) before newer connections may close it.
+ */
+static void
+srv_flow_pause_accept(struct srv *s)
+{
+	struct timeval zero = {0, 0};
+
+	if (s->accept_paused)
+		return;
+	if (event_base_once(s->base, -1, EV_TIMEOUT, srv_flow_resume_cb, s,
+			    &zero) < 0)
+		return;
+	s->accept_paused = 1;
+	for (size_t i = 0; i < s->nlisteners; i++)
+		evconnlistener_disable(s->listeners[i]);
+}
+
 /*
  * Admits a new connection against the budgets of connections awaiting
  * their hello: 0, or -1 when its source has max_unauthenticated_per_source
  * waiting already.  When all sources together have max_unauthenticated
  * waiting, the oldest waiting connection is closed to make room, so that
- * a peer that sends its hello at once always gets in.
+ * a peer that sends its hello at once always gets in: connections the
+ * server has not had a chance to read are never closed for a newer one
+ * (srv_flow_evict); when they fill the budget, the new connection is
+ * refused instead.  At most half the budget is accepted per turn of the
+ * event loop (srv_flow_pause_accept).
  */
 int
 srv_flow_admit(struct srv *s, uint64_t src, const char *peer)
 {
 	struct guard_limits lim;
-	struct srv_conn *old;
+	struct timeval now;
 
 	srv_flow_limits(s->p.conf, &lim);
 	if (guard_open(s->guard, src, &lim, srv_flow_now()) < 0) {
@@ -211,17 +292,27 @@ srv_flow_admit(struct srv *s, uint64_t src, const char *peer)
 			      peer, (long long)lim.per_source);
 		return -1;
 	}
-	while (s->stats.conns_unauth >= (uint64_t)s->p.conf->max_unauth &&
-	       (old = TAILQ_FIRST(&s->unauth)) != NULL) {
-		s->stats.unauth_evicted++;
-		srv_flow_warn(s, old->src,
-			      "%s: closed to make room: %lld connections await "
-			      "their hello",
-			      old->peer, (long long)s->p.conf->max_unauth);
-		srv_conn_free(old);
+	event_base_gettimeofday_cached(s->base, &now);
+	if (timercmp(&now, &s->admit_tv, !=)) {
+		s->admit_tv = now;
+		s->admit_n = 0;
 	}
+	srv_flow_evict(s);
+	if (s->stats.conns_unauth >= (uint64_t)s->p.conf->max_unauth) {
+		guard_done(s->guard, src);
+		s->stats.unauth_refused++;
+		srv_flow_warn(
+			s, src,
+			"%s: refused: %lld connections not read yet await "
+			"their hello",
+			peer, (long long)s->p.conf->max_unauth);
+		return -1;
+	}
+	if (++s->admit_n >= (uint64_t)(s->p.conf->max_unauth + 1) / 2)
+		srv_flow_pause_accept(s);
 	return 0;
 }
+
 static void
 srv_flow_held_cb(evutil_socket_t fd, short what, void *arg)
 {

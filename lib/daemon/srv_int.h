@@ -66,6 +66,13 @@ struct srv {
 	size_t nlisteners;
 	TAILQ_HEAD(, srv_conn) conns;
 	TAILQ_HEAD(, srv_conn) unauth; /* oldest first */
+	/*
+	 * Connections admitted in this turn of the event loop (admit_tv, its
+	 * cached time): they have not been read yet, so they are not evicted.
+	 */
+	struct timeval admit_tv;
+	uint64_t admit_n;
+	int accept_paused; /* listeners off until the next turn */
 	struct guard *guard;
 	uint64_t nauth; /* authenticated sessions open */
 	uint64_t npaused;

@@ -572,3 +572,31 @@ out:
 	close(fd);
 	return code;
 }
+
+long long
+th_counter(const struct th_daemon *d, const char *token, const char *name)
+{
+	static char out[65536];
+	char key[128];
+	const char *p;
+
+	if (th_ctl(d->tcp, token, out, sizeof(out), "-o", "json", "status",
+		   NULL) != 0)
+		return -1;
+	snprintf(key, sizeof(key), "\"%s\":", name);
+	p = strstr(out, key);
+	return p != NULL ? atoll(p + strlen(key)) : -1;
+}
+
+long long
+th_wait_counter(const struct th_daemon *d, const char *token, const char *name,
+		long long want, long ms)
+{
+	long deadline = th_now_ms() + ms;
+	long long v;
+
+	while ((v = th_counter(d, token, name)) < want &&
+	       th_now_ms() < deadline)
+		usleep(100 * 1000);
+	return v;
+}

@@ -58,6 +58,19 @@ char *th_mkdtemp(char *tmpl);
  */
 int th_ctl(const char *addr, const char *token, char *out, size_t outlen, ...);
 
+/*
+ * The counter name of `c4ctl -o json status` against d with token, or -1
+ * when c4ctl fails or the daemon has no such counter.
+ */
+long long th_counter(const struct th_daemon *d, const char *token,
+		     const char *name);
+/*
+ * Polls th_counter() every 100 ms until it reaches want or ms pass; the
+ * last value read.
+ */
+long long th_wait_counter(const struct th_daemon *d, const char *token,
+			  const char *name, long long want, long ms);
+
 /* Absolute path of a built program, e.g. "daemons/c4d-master/c4d-master". */
 const char *th_bin(const char *relpath);
 /* Path of a file in tests/data. */

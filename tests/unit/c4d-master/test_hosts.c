@@ -125,8 +125,8 @@ START_TEST(test_hosts_lost)
 	uint64_t iv;
 
 	ck_assert_ptr_nonnull(g);
-	ck_assert_int_eq(ingest_register(g, fx_comm(&c, 0xc0, 2, 0, 2), &err),
-			 0);
+	ck_assert_int_eq(
+		ingest_register(g, fx_comm(&c, 0xc0, 2, 0, 2), NULL, &err), 0);
 	for (iv = 1; iv <= 3; iv++) {
 		ck_assert_int_eq(ingest_telemetry(g, "node-0",
 						  fx_heartbeat(&b, "", iv),

@@ -45,16 +45,18 @@ START_TEST(test_tele_register)
 	const struct telemetry_comm *tc;
 
 	tfx_init(&f);
-	ck_assert_int_eq(
-		telemetry_register(&f.t, fx_comm(&c, 0xa1, 2, 0, 1), &err), 0);
+	ck_assert_int_eq(telemetry_register(&f.t, fx_comm(&c, 0xa1, 2, 0, 1),
+					    NULL, &err),
+			 0);
 	tc = telemetry_comm_find(&f.t, 0xa1);
 	ck_assert_ptr_nonnull(tc);
 	ck_assert_uint_eq(tc->nknown, 1);
 	ck_assert_int_eq(tc->added, 0);
 	ck_assert_uint_eq(telemetry_comms_incomplete(&f.t), 1);
 	/* the second part completes it: the engine has it */
-	ck_assert_int_eq(
-		telemetry_register(&f.t, fx_comm(&c, 0xa1, 2, 1, 1), &err), 0);
+	ck_assert_int_eq(telemetry_register(&f.t, fx_comm(&c, 0xa1, 2, 1, 1),
+					    NULL, &err),
+			 0);
 	tc = telemetry_comm_find(&f.t, 0xa1);
 	ck_assert_uint_eq(tc->nknown, 2);
 	ck_assert_int_eq(tc->added, 1);
@@ -68,8 +70,9 @@ START_TEST(test_tele_register)
 	ck_assert_uint_eq(f.st.hosts, 2);
 
 	/* the same communicator with another size is refused */
-	ck_assert_int_eq(
-		telemetry_register(&f.t, fx_comm(&c, 0xa1, 3, 0, 1), &err), -1);
+	ck_assert_int_eq(telemetry_register(&f.t, fx_comm(&c, 0xa1, 3, 0, 1),
+					    NULL, &err),
+			 -1);
 	ck_assert_int_eq(err.code, C4__ERROR_CODE__ERR_INVALID);
 	ck_assert_ptr_null(telemetry_comm_find(&f.t, 0xb2));
 
@@ -77,7 +80,7 @@ START_TEST(test_tele_register)
 	fx_comm(&c, 0xa1, 2, 0, 0);
 	c.m.has_destroyed = 1;
 	c.m.destroyed = 1;
-	ck_assert_int_eq(telemetry_register(&f.t, &c.m, &err), 0);
+	ck_assert_int_eq(telemetry_register(&f.t, &c.m, NULL, &err), 0);
 	ck_assert_int_eq(telemetry_comm_find(&f.t, 0xa1)->retired, 1);
 	tfx_done(&f);
 }
@@ -102,8 +105,9 @@ START_TEST(test_tele_batch)
 	uint32_t hid;
 
 	tfx_init(&f);
-	ck_assert_int_eq(
-		telemetry_register(&f.t, fx_comm(&c, 0xa1, 2, 0, 2), &err), 0);
+	ck_assert_int_eq(telemetry_register(&f.t, fx_comm(&c, 0xa1, 2, 0, 2),
+					    NULL, &err),
+			 0);
 	/* no host name anywhere: refused */
 	ck_assert_int_eq(telemetry_batch(&f.t, NULL, fx_heartbeat(&b, "", 1),
 					 NULL, &err),

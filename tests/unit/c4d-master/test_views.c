@@ -54,12 +54,15 @@ vfx_init(struct views_fx *f)
 	f->m = matrix_new(&mp);
 	ck_assert_int_eq(telemetry_init(&f->t, &f->hosts, f->m, &f->st), 0);
 	events_init(&f->evs, "job-7", &f->hosts, &f->st, fx_record, &f->seen);
-	ck_assert_int_eq(
-		telemetry_register(&f->t, fx_comm(&c, 0xb2, 2, 0, 2), &err), 0);
-	ck_assert_int_eq(
-		telemetry_register(&f->t, fx_comm(&c, 0xa1, 3, 0, 1), &err), 0);
-	ck_assert_int_eq(
-		telemetry_register(&f->t, fx_comm(&c, 0xa1, 3, 2, 1), &err), 0);
+	ck_assert_int_eq(telemetry_register(&f->t, fx_comm(&c, 0xb2, 2, 0, 2),
+					    NULL, &err),
+			 0);
+	ck_assert_int_eq(telemetry_register(&f->t, fx_comm(&c, 0xa1, 3, 0, 1),
+					    NULL, &err),
+			 0);
+	ck_assert_int_eq(telemetry_register(&f->t, fx_comm(&c, 0xa1, 3, 2, 1),
+					    NULL, &err),
+			 0);
 	conn(&f->last[0], 0xa1, 0, MATRIX_TR_NET, 1);
 	conn(&f->last[1], 0xa1, 1, MATRIX_TR_NET, 2);
 	conn(&f->last[2], 0xa1, 2, MATRIX_TR_NET, 4);
