@@ -17,6 +17,7 @@
 #ifndef C4_AGENT_H
 #define C4_AGENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -27,6 +28,7 @@
 #include "c4limits.h"
 #include "cfg.h"
 #include "msg.h"
+#include "tls.h"
 
 /* Aggregation limits, per job. */
 #define AGG_RECORDS_MAX (1u << 20)   /* summaries held in one interval */
@@ -57,7 +59,9 @@ struct agent_master_conf {
 	char *token;
 	char *token_file;
 	struct cfg_pos pos;
-	char *secret; /* filled by validation */
+	struct tls_files tls; /* TLS 1.3 to the master */
+	bool insecure;	      /* plaintext TCP to a non-loopback address */
+	char *secret;	      /* filled by validation; NULL: certificate */
 };
 
 /* ---- agg.c ----------------------------------------------------------------
@@ -209,14 +213,14 @@ const struct upstream_stats *upstream_get_stats(const struct upstream *u);
 /* ---- prober.c -------------------------------------------------------------
  */
 
-#define PROBER_QUEUE_MAX   4096	       /* tasks waiting to run */
-#define PROBER_ACTIVE_MAX  16	       /* tasks running at once */
-#define PROBER_TICK_MS	   5	       /* token bucket refill period */
-#define PROBER_TIMEOUT_MS  500	       /* wait after a task's last probe */
+#define PROBER_QUEUE_MAX	 4096 /* tasks waiting to run */
+#define PROBER_ACTIVE_MAX	 16   /* tasks running at once */
+#define PROBER_TICK_MS		 5    /* token bucket refill period */
+#define PROBER_TIMEOUT_MS	 500  /* wait after a task's last probe */
 #define PROBER_DEADLINE_SLACK_MS 2000 /* a task's deadline beyond its due */
-#define PROBER_DPORT	   4791	       /* RoCEv2 */
-#define PROBER_MAGIC	   0x43345042u /* "C4PB", first payload word */
-#define PROBER_PAYLOAD_LEN 16	       /* magic, task id, sport, ttl, rep */
+#define PROBER_DPORT		 4791 /* RoCEv2 */
+#define PROBER_MAGIC		 0x43345042u /* "C4PB", first payload word */
+#define PROBER_PAYLOAD_LEN	 16 /* magic, task id, sport, ttl, rep */
 
 struct prober;
 
@@ -242,13 +246,13 @@ struct prober_stats {
 	uint64_t tasks_done;	/* results sent (or attempted) */
 	uint64_t sent;		/* probe packets sent */
 	uint64_t send_errors;
-	uint64_t replies;  /* matched ICMP answers */
-	uint64_t reached;  /* of which from the destination */
-	uint64_t timeouts; /* probes never answered */
-	uint64_t stray;	   /* answers matching no running probe */
+	uint64_t replies;	/* matched ICMP answers */
+	uint64_t reached;	/* of which from the destination */
+	uint64_t timeouts;	/* probes never answered */
+	uint64_t stray;		/* answers matching no running probe */
 	uint64_t tasks_expired; /* ended by their deadline: reported failed */
-	uint64_t queued;   /* tasks waiting now */
-	uint64_t active;   /* tasks running now */
+	uint64_t queued;	/* tasks waiting now */
+	uint64_t active;	/* tasks running now */
 };
 
 /* A finished task: send r (valid during the call only). */
