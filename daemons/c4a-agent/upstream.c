@@ -408,7 +408,6 @@ upstream_timer_cb(evutil_socket_t fd, short what, void *arg)
 static struct bufferevent *
 upstream_bev_new(struct upstream *u)
 {
-	struct bufferevent *bev;
 	char err[512];
 	SSL *ssl;
 
@@ -420,15 +419,7 @@ upstream_bev_new(struct upstream *u)
 		log_warnx("master %s: %s", u->address, err);
 		return NULL;
 	}
-	bev = bufferevent_openssl_socket_new(u->base, -1, ssl,
-					     BUFFEREVENT_SSL_CONNECTING,
-					     BEV_OPT_CLOSE_ON_FREE);
-	if (bev == NULL) {
-		SSL_free(ssl);
-		return NULL;
-	}
-	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-	return bev;
+	return srv_tls_bev(u->base, -1, ssl, 0);
 }
 
 /* Starts a non-blocking connect; failures come back through upstream_down(). */

@@ -104,7 +104,6 @@ srv_tls_reload(struct srv *s)
 struct bufferevent *
 srv_tls_bev_new(struct srv *s, evutil_socket_t fd, int family)
 {
-	struct bufferevent *bev;
 	SSL *ssl;
 
 	if (s->tls_ctx == NULL || family == AF_UNIX)
@@ -115,9 +114,20 @@ srv_tls_bev_new(struct srv *s, evutil_socket_t fd, int family)
 		ERR_clear_error();
 		return NULL;
 	}
-	bev = bufferevent_openssl_socket_new(s->base, fd, ssl,
-					     BUFFEREVENT_SSL_ACCEPTING,
-					     BEV_OPT_CLOSE_ON_FREE);
+	return srv_tls_bev(s->base, fd, ssl, 1);
+}
+
+struct bufferevent *
+srv_tls_bev(struct event_base *base, evutil_socket_t fd, SSL *ssl,
+	    int accepting)
+{
+	struct bufferevent *bev;
+
+	bev = bufferevent_openssl_socket_new(
+		base, fd, ssl,
+		accepting ? BUFFEREVENT_SSL_ACCEPTING
+			  : BUFFEREVENT_SSL_CONNECTING,
+		BEV_OPT_CLOSE_ON_FREE);
 	if (bev == NULL) {
 		SSL_free(ssl);
 		return NULL;

@@ -7,6 +7,8 @@
 #ifndef C4_SRV_TLS_H
 #define C4_SRV_TLS_H
 
+#include <event2/bufferevent.h>
+
 #include "cfg.h"
 #include "tls.h"
 
@@ -32,5 +34,15 @@ void srv_tls_check_plain(const char *addr, int tls_on, int insecure,
  * loopback (allowed by insecure: true).  Does nothing for others.
  */
 void srv_tls_warn_plain(const char *addr, int tls_on, const char *what);
+
+/*
+ * A bufferevent running ssl on fd (-1: one bufferevent_socket_connect
+ * will open) on base: the server side when accepting, else the client
+ * side.  It takes ssl (freed here on failure) and owns fd once made; a
+ * peer that closes without close_notify reads as the end of the stream.
+ * NULL without memory.
+ */
+struct bufferevent *srv_tls_bev(struct event_base *base, evutil_socket_t fd,
+				SSL *ssl, int accepting);
 
 #endif
