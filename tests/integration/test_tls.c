@@ -4,12 +4,16 @@
  * client certificate; c4ctl works over TLS; clients without a valid
  * certificate (none, another CA, plaintext) are refused and counted; a
  * token bound to a certificate does not authenticate without it; bytes
- * recorded on the wire replay to nothing; and a recording relay sees
- * neither the token nor the telemetry's host name.  The CA and every
- * certificate are made at run time with the openssl command.
+ * recorded on the wire replay to nothing; a recording relay sees
+ * neither the token nor the telemetry's host name; and an https webhook
+ * is delivered to a receiver its CA trusts, and not to another.  The CA and
+ * every certificate are made at run time with the openssl command.
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -24,6 +28,7 @@
 #include "cli.h"
 #include "harness.h"
 #include "net.h"
+#include "tls.h"
 
 #define OPS_TOKEN   "operator-token-tls-0001"
 #define CCL_TOKEN   "ccl-token-local-tls-01"
@@ -573,6 +578,240 @@ START_TEST(test_recorded_session_does_not_replay)
 }
 END_TEST
 
+/* ---- an https webhook receiver (OpenSSL) -------------------------------- */
+
+#define HOOK_TOKEN "hook-bearer-token-tls-77"
+
+struct receiver {
+	int lfd, port;
+	SSL_CTX *ctx;
+	pthread_t thread;
+	volatile int stop;
+	pthread_mutex_t mu;
+	int requests; /* complete requests answered 200 */
+	int handshakes_failed;
+	char last[8192]; /* the last request, headers and body */
+};
+
+/* Serves one connection: a TLS handshake, one request, a 200. */
+static void
+receiver_serve(struct receiver *r, int fd)
+{
+	static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n"
+				 "Connection: close\r\n\r\n";
+	SSL *ssl = SSL_new(r->ctx);
+	char buf[8192];
+	size_t n = 0;
+	struct timeval tv = {TIMEOUT_MS / 1000, 0};
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	SSL_set_fd(ssl, fd);
+	if (SSL_accept(ssl) != 1) {
+		pthread_mutex_lock(&r->mu);
+		r->handshakes_failed++;
+		pthread_mutex_unlock(&r->mu);
+		goto out;
+	}
+	for (;;) {
+		const char *end, *cl;
+		int got = SSL_read(ssl, buf + n, (int)(sizeof(buf) - 1 - n));
+
+		if (got <= 0)
+			goto out;
+		n += (size_t)got;
+		buf[n] = '\0';
+		end = strstr(buf, "\r\n\r\n");
+		cl = strcasestr(buf, "Content-Length:");
+		if (end != NULL && cl != NULL &&
+		    n >= (size_t)(end + 4 - buf) + (size_t)atoi(cl + 15))
+			break;
+		if (n + 1 >= sizeof(buf))
+			goto out;
+	}
+	SSL_write(ssl, ok, (int)strlen(ok));
+	pthread_mutex_lock(&r->mu);
+	r->requests++;
+	snprintf(r->last, sizeof(r->last), "%s", buf);
+	pthread_mutex_unlock(&r->mu);
+out:
+	SSL_free(ssl);
+	close(fd);
+}
+
+static void *
+receiver_run(void *arg)
+{
+	struct receiver *r = arg;
+
+	while (!r->stop) {
+		struct pollfd pf = {r->lfd, POLLIN, 0};
+		int fd;
+
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		fd = accept(r->lfd, NULL, NULL);
+		if (fd >= 0)
+			receiver_serve(r, fd);
+	}
+	return NULL;
+}
+
+static void
+receiver_start(struct receiver *r)
+{
+	struct tls_files f = {(char *)pki_path("server.crt"),
+			      (char *)pki_path("server.key"), NULL};
+	struct sockaddr_in sa = {0};
+	socklen_t len = sizeof(sa);
+	char err[512];
+
+	memset(r, 0, sizeof(*r));
+	r->ctx = tls_ctx_new(&f, 1, err, sizeof(err));
+	ck_assert_msg(r->ctx != NULL, "%s", err);
+	pthread_mutex_init(&r->mu, NULL);
+	r->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(r->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(r->lfd, 16), 0);
+	getsockname(r->lfd, (struct sockaddr *)&sa, &len);
+	r->port = ntohs(sa.sin_port);
+	ck_assert_int_eq(pthread_create(&r->thread, NULL, receiver_run, r), 0);
+}
+
+static void
+receiver_stop(struct receiver *r)
+{
+	r->stop = 1;
+	pthread_join(r->thread, NULL);
+	close(r->lfd);
+	SSL_CTX_free(r->ctx);
+	pthread_mutex_destroy(&r->mu);
+}
+
+/* Waits until the receiver's field at off reaches min; its value. */
+static int
+receiver_wait(struct receiver *r, const int *field, int min)
+{
+	long deadline = th_now_ms() + WAIT_MS;
+	int v;
+
+	do {
+		pthread_mutex_lock(&r->mu);
+		v = *field;
+		pthread_mutex_unlock(&r->mu);
+		if (v >= min)
+			break;
+		usleep(20000);
+	} while (th_now_ms() < deadline);
+	return v;
+}
+
+/*
+ * Runs the master's event path (c4d-test-pipe) with one https webhook to
+ * url verified by the CA file ca, publishes one event and returns the
+ * process, its stdin kept open in *in.
+ */
+static pid_t
+pipe_publish(const char *dir, const char *url, const char *ca, int *in)
+{
+	char conf[512], log[512], text[2048];
+	int p[2];
+	pid_t pid;
+	FILE *fp;
+
+	snprintf(conf, sizeof(conf), "%s/pipe.yaml", dir);
+	snprintf(log, sizeof(log), "%s/pipe.log", dir);
+	snprintf(text, sizeof(text),
+		 "job: job-42\n"
+		 "state_dir: %s\n"
+		 "server:\n  listen: 127.0.0.1:0\n"
+		 "credentials:\n"
+		 "  - name: ops\n    token: " OPS_TOKEN "\n    roles: [ctl]\n"
+		 "webhooks:\n"
+		 "  - name: tls-hook\n"
+		 "    url: %s\n"
+		 "    timeout: 2s\n"
+		 "    max_backoff: 400ms\n"
+		 "    token: " HOOK_TOKEN "\n"
+		 "    tls: {ca: %s}\n",
+		 dir, url, ca);
+	fp = fopen(conf, "w");
+	ck_assert_ptr_nonnull(fp);
+	fputs(text, fp);
+	fclose(fp);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(p[0], 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(th_bin("tests/integration/c4d-test-pipe"),
+		      "c4d-test-pipe", conf, (char *)NULL);
+		_exit(127);
+	}
+	close(p[0]);
+	*in = p[1];
+	ck_assert_int_eq(write(*in, "publish tls-ev-1 open\n", 22), 22);
+	return pid;
+}
+
+static void
+pipe_end(pid_t pid, int in)
+{
+	int status;
+
+	ck_assert_int_eq(write(in, "quit\n", 5), 5);
+	close(in);
+	ck_assert_int_eq(th_reap(pid, WAIT_MS), 0);
+	(void)status;
+}
+
+START_TEST(test_https_webhook)
+{
+	struct receiver rc;
+	struct relay r;
+	char dir[64] = "/tmp/c4-tls-hook-XXXXXX", url[128], to[64];
+	pid_t pid;
+	int in;
+
+	make_pki();
+	receiver_start(&rc);
+	snprintf(to, sizeof(to), "127.0.0.1:%d", rc.port);
+	relay_start(&r, to);
+	ck_assert_ptr_nonnull(th_mkdtemp(dir));
+	/* The right CA, through the recording relay. */
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/hooks/c4", r.port);
+	pid = pipe_publish(dir, url, pki_path("ca.crt"), &in);
+	ck_assert_int_ge(receiver_wait(&rc, &rc.requests, 1), 1);
+	pipe_end(pid, in);
+	pthread_mutex_lock(&rc.mu);
+	ck_assert_ptr_nonnull(strstr(rc.last, "Bearer " HOOK_TOKEN));
+	ck_assert_ptr_nonnull(strstr(rc.last, "tls-ev-1"));
+	pthread_mutex_unlock(&rc.mu);
+	relay_stop(&r);
+	ck_assert(!relay_saw(&r, HOOK_TOKEN));
+	ck_assert(!relay_saw(&r, "tls-ev-1"));
+	relay_free(&r);
+	/* Another CA: the receiver is not trusted, nothing is delivered. */
+	snprintf(dir, sizeof(dir), "/tmp/c4-tls-hook-XXXXXX");
+	ck_assert_ptr_nonnull(th_mkdtemp(dir));
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/hooks/c4", rc.port);
+	pthread_mutex_lock(&rc.mu);
+	rc.requests = 0;
+	pthread_mutex_unlock(&rc.mu);
+	pid = pipe_publish(dir, url, pki_path("other.crt"), &in);
+	ck_assert_int_ge(receiver_wait(&rc, &rc.handshakes_failed, 2), 2);
+	pipe_end(pid, in);
+	ck_assert_int_eq(rc.requests, 0);
+	receiver_stop(&rc);
+}
+END_TEST
+
 static Suite *
 tls_suite(void)
 {
@@ -583,6 +822,7 @@ tls_suite(void)
 	tcase_add_test(tc, test_agent_mtls_delivers_and_wire_is_opaque);
 	tcase_add_test(tc, test_invalid_certificates_are_refused);
 	tcase_add_test(tc, test_recorded_session_does_not_replay);
+	tcase_add_test(tc, test_https_webhook);
 	suite_add_tcase(s, tc);
 	return s;
 }
