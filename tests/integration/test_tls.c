@@ -29,6 +29,7 @@
 #include "harness.h"
 #include "net.h"
 #include "tls.h"
+#include "../unit/tmain.h"
 
 #define OPS_TOKEN   "operator-token-tls-0001"
 #define CCL_TOKEN   "ccl-token-local-tls-01"
@@ -354,11 +355,26 @@ relay_run(void *arg)
 	return NULL;
 }
 
-static void
-relay_start(struct relay *r, const char *to)
+/* A TCP listener on a free loopback port, written to *port. */
+static int
+listen_loopback(int *port)
 {
 	struct sockaddr_in sa = {0};
 	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fd, 16), 0);
+	getsockname(fd, (struct sockaddr *)&sa, &len);
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+static void
+relay_start(struct relay *r, const char *to)
+{
 	char err[256];
 
 	memset(r, 0, sizeof(*r));
@@ -368,13 +384,7 @@ relay_start(struct relay *r, const char *to)
 	ck_assert(r->all != NULL && r->first != NULL);
 	pthread_mutex_init(&r->mu, NULL);
 	ck_assert_int_eq(pipe(r->stop), 0);
-	r->lfd = socket(AF_INET, SOCK_STREAM, 0);
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(r->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(r->lfd, 16), 0);
-	getsockname(r->lfd, (struct sockaddr *)&sa, &len);
-	r->port = ntohs(sa.sin_port);
+	r->lfd = listen_loopback(&r->port);
 	ck_assert_int_eq(pthread_create(&r->thread, NULL, relay_run, r), 0);
 }
 
@@ -661,21 +671,13 @@ receiver_start(struct receiver *r)
 {
 	struct tls_files f = {(char *)pki_path("server.crt"),
 			      (char *)pki_path("server.key"), NULL};
-	struct sockaddr_in sa = {0};
-	socklen_t len = sizeof(sa);
 	char err[512];
 
 	memset(r, 0, sizeof(*r));
 	r->ctx = tls_ctx_new(&f, 1, err, sizeof(err));
 	ck_assert_msg(r->ctx != NULL, "%s", err);
 	pthread_mutex_init(&r->mu, NULL);
-	r->lfd = socket(AF_INET, SOCK_STREAM, 0);
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(r->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(r->lfd, 16), 0);
-	getsockname(r->lfd, (struct sockaddr *)&sa, &len);
-	r->port = ntohs(sa.sin_port);
+	r->lfd = listen_loopback(&r->port);
 	ck_assert_int_eq(pthread_create(&r->thread, NULL, receiver_run, r), 0);
 }
 
@@ -812,29 +814,6 @@ START_TEST(test_https_webhook)
 }
 END_TEST
 
-static Suite *
-tls_suite(void)
-{
-	Suite *s = suite_create("tls");
-	TCase *tc = tcase_create("tls");
-
-	tcase_set_timeout(tc, 240);
-	tcase_add_test(tc, test_agent_mtls_delivers_and_wire_is_opaque);
-	tcase_add_test(tc, test_invalid_certificates_are_refused);
-	tcase_add_test(tc, test_recorded_session_does_not_replay);
-	tcase_add_test(tc, test_https_webhook);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
-int
-main(void)
-{
-	SRunner *sr = srunner_create(tls_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+TMAIN("tls", test_agent_mtls_delivers_and_wire_is_opaque,
+      test_invalid_certificates_are_refused,
+      test_recorded_session_does_not_replay, test_https_webhook)
