@@ -28,9 +28,13 @@
 #define CTL_DEFAULT_SERVER "127.0.0.1:7410"
 #define CTL_TOKEN_FILE	   C4_SYSCONFDIR "/ctl.token"
 #define CTL_TOKEN_KEEP	   1099 /* bytes of a token file's line sent */
-#define CTL_PING_MAX	   100000
-#define CTL_FOLLOW_MS	   1000 /* events --follow: polling period */
-#define CTL_SUSPECTS_MAX   200	/* characters of the SUSPECTS column */
+/* Long options without a short letter. */
+#define CTL_OPT_TLS_CA	 1001
+#define CTL_OPT_TLS_CERT 1002
+#define CTL_OPT_TLS_KEY	 1003
+#define CTL_PING_MAX	 100000
+#define CTL_FOLLOW_MS	 1000 /* events --follow: polling period */
+#define CTL_SUSPECTS_MAX 200  /* characters of the SUSPECTS column */
 
 static void
 c4ctl_usage(FILE *fp)
@@ -68,6 +72,11 @@ c4ctl_usage(FILE *fp)
 		"  -T FILE   read the credential from FILE\n"
 		"  -o FMT    table (default) or json\n"
 		"  -w MS     time to wait for each answer (default 5000)\n"
+		"  --tls-ca FILE    CA that verifies the daemon: TLS 1.3 "
+		"(default $C4_TLS_CA)\n"
+		"  --tls-cert FILE  client certificate (default "
+		"$C4_TLS_CERT)\n"
+		"  --tls-key FILE   its private key (default $C4_TLS_KEY)\n"
 		"  --version print the version\n",
 		CTL_DEFAULT_SERVER, CTL_TOKEN_FILE);
 }
@@ -444,6 +453,9 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
+		{"tls-ca", required_argument, NULL, CTL_OPT_TLS_CA},
+		{"tls-cert", required_argument, NULL, CTL_OPT_TLS_CERT},
+		{"tls-key", required_argument, NULL, CTL_OPT_TLS_KEY},
 		{NULL, 0, NULL, 0}};
 	struct ctl c;
 	char *owned = NULL, err[256];
@@ -454,6 +466,9 @@ main(int argc, char **argv)
 	c.server =
 		getenv("C4_SERVER") ? getenv("C4_SERVER") : CTL_DEFAULT_SERVER;
 	c.timeout_ms = 5000;
+	c.tls.ca = getenv("C4_TLS_CA");
+	c.tls.cert = getenv("C4_TLS_CERT");
+	c.tls.key = getenv("C4_TLS_KEY");
 	while ((ch = getopt_long(argc, argv, "+s:t:T:o:w:hV", longopts,
 				 NULL)) != -1) {
 		switch (ch) {
@@ -495,6 +510,15 @@ main(int argc, char **argv)
 						"above 0\n");
 				return 2;
 			}
+			break;
+		case CTL_OPT_TLS_CA:
+			c.tls.ca = optarg;
+			break;
+		case CTL_OPT_TLS_CERT:
+			c.tls.cert = optarg;
+			break;
+		case CTL_OPT_TLS_KEY:
+			c.tls.key = optarg;
 			break;
 		case 'V':
 			printf("c4ctl %s (protocol %u)\n", C4_VERSION,

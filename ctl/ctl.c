@@ -10,7 +10,8 @@
 int
 ctl_connect(struct ctl *c)
 {
-	struct cli_hello h = {C4__ROLE__ROLE_CTL, c->token, NULL, NULL};
+	struct cli_hello h = {C4__ROLE__ROLE_CTL, c->token, NULL, NULL,
+			      &c->tls};
 	char host[256];
 
 	if (gethostname(host, sizeof(host) - 1) == 0)

@@ -15,6 +15,7 @@ struct ctl {
 	const char *token;
 	int json;
 	int timeout_ms;
+	struct tls_files tls; /* --tls-ca, --tls-cert, --tls-key */
 	struct cli cli;
 };
 

@@ -17,6 +17,7 @@
 #ifndef C4_AGENT_H
 #define C4_AGENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -27,6 +28,7 @@
 #include "c4limits.h"
 #include "cfg.h"
 #include "msg.h"
+#include "tls.h"
 
 /* Aggregation limits, per job. */
 #define AGG_RECORDS_MAX (1u << 20)   /* summaries held in one interval */
@@ -57,7 +59,9 @@ struct agent_master_conf {
 	char *token;
 	char *token_file;
 	struct cfg_pos pos;
-	char *secret; /* filled by validation */
+	struct tls_files tls; /* TLS 1.3 to the master */
+	bool insecure;	      /* plaintext TCP to a non-loopback address */
+	char *secret;	      /* filled by validation; NULL: certificate */
 };
 
 /* ---- agg.c ----------------------------------------------------------------

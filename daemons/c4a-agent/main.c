@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "log.h"
+#include "srv_tls.h"
 #include "token.h"
 
 struct c4a_socket_conf {
@@ -39,6 +40,8 @@ struct c4a_c4p_conf {
 	char *probe_netns;
 	int64_t probe_rate;
 	struct cfg_pos pos;
+	struct tls_files tls;
+	bool insecure;
 	char *secret; /* filled by validation */
 };
 
@@ -83,14 +86,19 @@ static const struct cfg_schema c4a_socket_schema = {
 
 /*
  * The credential of a master entry: exactly one of token and token_file,
- * of a valid length.  *secret gets a copy; problems go to d as "what: ...".
+ * of a valid length, or neither when it presents a TLS client
+ * certificate (the master then knows it by that).  *secret gets a copy;
+ * problems go to d as "what: ...".
  */
 static void
-c4a_secret(const char *token, const char *token_file, char **secret,
-	   const char *what, struct cfg_pos at, struct cfg_diag *d)
+c4a_secret(const char *token, const char *token_file, int has_cert,
+	   char **secret, const char *what, struct cfg_pos at,
+	   struct cfg_diag *d)
 {
 	char err[256];
 
+	if (token == NULL && token_file == NULL && has_cert)
+		return;
 	if ((token == NULL) == (token_file == NULL)) {
 		cfg_diag_add(d, at,
 			     "%s: give exactly one of token and "
@@ -119,7 +127,10 @@ c4a_master_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
 	char what[MSG_ID_MAX + 32];
 
 	snprintf(what, sizeof(what), "master of job '%s'", m->job);
-	c4a_secret(m->token, m->token_file, &m->secret, what, at, d);
+	c4a_secret(m->token, m->token_file, m->tls.cert != NULL, &m->secret,
+		   what, at, d);
+	srv_tls_check_plain(m->address, tls_enabled(&m->tls, 0), m->insecure,
+			    what, at, d);
 	if (strlen(m->job) > MSG_ID_MAX)
 		cfg_diag_add(d, at, "job id longer than %u bytes", MSG_ID_MAX);
 }
@@ -133,6 +144,9 @@ static const struct cfg_field c4a_master_fields[] = {
 	 CFG_SECRET, 0, 0, NULL, NULL, "credential (role agent) for it"},
 	{"token_file", CFG_STR, offsetof(struct agent_master_conf, token_file),
 	 0, 0, 0, NULL, NULL, "file whose first line is the credential"},
+	SRV_TLS_FIELD(offsetof(struct agent_master_conf, tls)),
+	{"insecure", CFG_BOOL, offsetof(struct agent_master_conf, insecure), 0,
+	 0, 0, "false", NULL, "allow plaintext TCP to a non-loopback address"},
 	{NULL, CFG_POS, offsetof(struct agent_master_conf, pos), 0, 0, 0, NULL,
 	 NULL, NULL},
 	/* Derived at validation; listed so that cfg_free() releases it. */
@@ -155,7 +169,10 @@ c4a_c4p_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
 			cfg_diag_add(d, c->pos, "c4p: address is required");
 		return;
 	}
-	c4a_secret(c->token, c->token_file, &c->secret, "c4p", c->pos, d);
+	c4a_secret(c->token, c->token_file, c->tls.cert != NULL, &c->secret,
+		   "c4p", c->pos, d);
+	srv_tls_check_plain(c->address, tls_enabled(&c->tls, 0), c->insecure,
+			    "c4p", c->pos, d);
 	/* A name under /run/netns, as ip-netns(8) makes them. */
 	if (ns != NULL && (ns[0] == '\0' || ns[0] == '.' || strchr(ns, '/') ||
 			   strlen(ns) > 64))
@@ -178,6 +195,9 @@ static const struct cfg_field c4a_c4p_fields[] = {
 	 "network namespace (/run/netns/NAME) of the probe sockets"},
 	{"probe_rate", CFG_INT, offsetof(struct c4a_c4p_conf, probe_rate), 0, 1,
 	 1000000, "2000", NULL, "probe packets per second, at most"},
+	SRV_TLS_FIELD(offsetof(struct c4a_c4p_conf, tls)),
+	{"insecure", CFG_BOOL, offsetof(struct c4a_c4p_conf, insecure), 0, 0, 0,
+	 "false", NULL, "allow plaintext TCP to a non-loopback address"},
 	{NULL, CFG_POS, offsetof(struct c4a_c4p_conf, pos), 0, 0, 0, NULL, NULL,
 	 NULL},
 	{NULL, CFG_STR, offsetof(struct c4a_c4p_conf, secret), CFG_SECRET, 0, 0,
@@ -384,6 +404,8 @@ c4a_c4p_start(struct c4a_state *st, const struct c4a_c4p_conf *c)
 		return -1;
 	m.address = c->address;
 	m.secret = c->secret;
+	m.tls = c->tls;
+	m.insecure = c->insecure;
 	st->c4p = upstream_new(st->d->base, st->dns, &m, st->d->node, 0,
 			       c4a_c4p_ready, st);
 	if (st->c4p == NULL)

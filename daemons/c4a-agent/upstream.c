@@ -20,11 +20,14 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/dns.h>
+#include <openssl/err.h>
 
 #include "hello.h"
 #include "log.h"
 #include "net.h"
+#include "srv_tls.h"
 
 enum upstream_state {
 	UPSTREAM_WAIT,	     /* no session; the retry timer runs */
@@ -62,6 +65,7 @@ struct upstream {
 	upstream_msg_fn on_msg;
 	void *msg_arg;
 	struct upstream_stats st;
+	SSL_CTX *tls; /* TLS 1.3 to the master, or NULL (plaintext) */
 };
 
 static void upstream_connect(struct upstream *u);
@@ -333,6 +337,30 @@ upstream_write_cb(struct bufferevent *bev, void *arg)
 	upstream_pump(arg);
 }
 
+/* Why the session failed: the TLS reason if there is one, else errno's. */
+static const char *
+upstream_error(struct upstream *u)
+{
+	static char why[300];
+	unsigned long e, last = 0;
+	SSL *ssl = u->tls != NULL ? bufferevent_openssl_get_ssl(u->bev) : NULL;
+	long v = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
+
+	while (ssl != NULL && (e = bufferevent_get_openssl_error(u->bev)) != 0)
+		last = e;
+	ERR_clear_error();
+	if (v != X509_V_OK) {
+		snprintf(why, sizeof(why), "TLS: master certificate: %s",
+			 X509_verify_cert_error_string(v));
+		return why;
+	}
+	if (last != 0) {
+		ERR_error_string_n(last, why, sizeof(why));
+		return why;
+	}
+	return evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR());
+}
+
 static void
 upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 {
@@ -360,8 +388,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 	else if (what & BEV_EVENT_EOF)
 		upstream_down(u, "closed by the master");
 	else
-		upstream_down(u, evutil_socket_error_to_string(
-					 EVUTIL_SOCKET_ERROR()));
+		upstream_down(u, upstream_error(u));
 }
 
 static void
@@ -377,13 +404,31 @@ upstream_timer_cb(evutil_socket_t fd, short what, void *arg)
 		upstream_down(u, "no hello reply in time");
 }
 
+/* A bufferevent for the next session: TLS over TCP when configured. */
+static struct bufferevent *
+upstream_bev_new(struct upstream *u)
+{
+	char err[512];
+	SSL *ssl;
+
+	if (u->tls == NULL || u->addr.family == AF_UNIX)
+		return bufferevent_socket_new(u->base, -1,
+					      BEV_OPT_CLOSE_ON_FREE);
+	ssl = tls_client_new(u->tls, u->addr.host, err, sizeof(err));
+	if (ssl == NULL) {
+		log_warnx("master %s: %s", u->address, err);
+		return NULL;
+	}
+	return srv_tls_bev(u->base, -1, ssl, 0);
+}
+
 /* Starts a non-blocking connect; failures come back through upstream_down(). */
 static void
 upstream_connect(struct upstream *u)
 {
 	int rc;
 
-	u->bev = bufferevent_socket_new(u->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	u->bev = upstream_bev_new(u);
 	if (u->bev == NULL) {
 		upstream_down(u, "out of memory");
 		return;
@@ -428,7 +473,7 @@ upstream_new(struct event_base *base, struct evdns_base *dns,
 	STAILQ_INIT(&u->fifo);
 	u->job = m->job != NULL ? strdup(m->job) : NULL;
 	u->address = strdup(m->address);
-	u->secret = strdup(m->secret);
+	u->secret = m->secret != NULL ? strdup(m->secret) : NULL;
 	u->node = strdup(node);
 	u->limit = buffer_limit;
 	u->ready = ready;
@@ -439,11 +484,21 @@ upstream_new(struct event_base *base, struct evdns_base *dns,
 	u->timer = evtimer_new(base, upstream_timer_cb, u);
 	u->hb = event_new(base, -1, EV_PERSIST, upstream_hb_cb, u);
 	if ((m->job != NULL && u->job == NULL) || u->address == NULL ||
-	    u->secret == NULL || u->node == NULL || u->timer == NULL ||
-	    u->hb == NULL ||
+	    (m->secret != NULL && u->secret == NULL) || u->node == NULL ||
+	    u->timer == NULL || u->hb == NULL ||
 	    net_addr_parse(m->address, &u->addr, err, sizeof(err)) < 0) {
 		upstream_free(u);
 		return NULL;
+	}
+	if (tls_enabled(&m->tls, 0) && u->addr.family != AF_UNIX) {
+		u->tls = tls_ctx_new(&m->tls, 0, err, sizeof(err));
+		if (u->tls == NULL) {
+			log_warnx("master %s: tls: %s", m->address, err);
+			upstream_free(u);
+			return NULL;
+		}
+	} else if (m->insecure) {
+		srv_tls_warn_plain(m->address, 0, "master");
 	}
 	upstream_connect(u);
 	return u;
@@ -466,6 +521,7 @@ upstream_free(struct upstream *u)
 		STAILQ_REMOVE_HEAD(&u->fifo, entry);
 		upstream_frame_free(f);
 	}
+	SSL_CTX_free(u->tls);
 	free(u->job);
 	free(u->address);
 	free(u->secret);

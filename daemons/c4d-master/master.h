@@ -16,6 +16,7 @@
 
 #include "c4d.pb-c.h"
 #include "cfg.h"
+#include "tls.h"
 #include "daemon.h"
 #include "evjson.h"
 #include "http.h"
@@ -55,6 +56,7 @@ struct webhook_conf {
 	char *token;
 	char *token_file;
 	struct cfg_pos pos;
+	struct tls_files tls; /* https: ca (else the system's), client cert */
 };
 extern const struct cfg_schema webhook_conf_schema;
 

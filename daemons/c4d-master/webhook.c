@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/dns.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -29,6 +30,7 @@
 #include "json.h"
 #include "log.h"
 #include "master.h"
+#include "srv_tls.h"
 #include "token.h"
 
 enum webhook_phase {
@@ -45,7 +47,8 @@ struct webhook {
 	char *token;
 	char host[256];
 	int port;
-	char *path; /* path and query */
+	char *path;   /* path and query */
+	SSL_CTX *tls; /* https: verifies the receiver; NULL for http */
 	struct evhttp_connection *conn;
 	struct event *timer;
 	enum webhook_phase phase;
@@ -75,7 +78,7 @@ static const struct cfg_field webhook_fields[] = {
 	{"name", CFG_STR, offsetof(struct webhook_conf, name), CFG_REQUIRED, 0,
 	 0, NULL, NULL, "the webhook's name in metrics and the outbox"},
 	{"url", CFG_STR, offsetof(struct webhook_conf, url), CFG_REQUIRED, 0, 0,
-	 NULL, NULL, "http://host:port/path the events are POSTed to"},
+	 NULL, NULL, "http:// or https://host:port/path events are POSTed to"},
 	{"timeout", CFG_DURATION, offsetof(struct webhook_conf, timeout), 0,
 	 100, 600000, "10s", NULL, "time allowed for one delivery"},
 	{"max_backoff", CFG_DURATION,
@@ -85,14 +88,15 @@ static const struct cfg_field webhook_fields[] = {
 	 0, NULL, NULL, "sent as Authorization: Bearer"},
 	{"token_file", CFG_STR, offsetof(struct webhook_conf, token_file), 0, 0,
 	 0, NULL, NULL, "file whose first line is the token"},
+	SRV_TLS_FIELD(offsetof(struct webhook_conf, tls)),
 	{NULL, CFG_POS, offsetof(struct webhook_conf, pos), 0, 0, 0, NULL, NULL,
 	 NULL},
 };
 
-/* Splits an http:// URL; 0, or -1 with a reason. */
+/* Splits an http:// or https:// URL; 0, or -1 with a reason. */
 static int
 webhook_parse_url(const char *url, char *host, size_t hostlen, int *port,
-		  char **path, char *err, size_t errlen)
+		  int *https, char **path, char *err, size_t errlen)
 {
 	struct evhttp_uri *u = evhttp_uri_parse(url);
 	const char *scheme, *h, *p, *q;
@@ -103,14 +107,10 @@ webhook_parse_url(const char *url, char *host, size_t hostlen, int *port,
 		goto out;
 	}
 	scheme = evhttp_uri_get_scheme(u);
-	if (scheme != NULL && strcasecmp(scheme, "https") == 0) {
-		snprintf(err, errlen,
-			 "https webhooks are not supported yet; send to a "
-			 "local TLS proxy over http://");
-		goto out;
-	}
-	if (scheme == NULL || strcasecmp(scheme, "http") != 0) {
-		snprintf(err, errlen, "'%s' is not an http:// URL", url);
+	*https = scheme != NULL && strcasecmp(scheme, "https") == 0;
+	if (scheme == NULL || (!*https && strcasecmp(scheme, "http") != 0)) {
+		snprintf(err, errlen, "'%s' is not an http:// or https:// URL",
+			 url);
 		goto out;
 	}
 	h = evhttp_uri_get_host(u);
@@ -125,7 +125,7 @@ webhook_parse_url(const char *url, char *host, size_t hostlen, int *port,
 		snprintf(host, hostlen, "%s", h);
 	*port = evhttp_uri_get_port(u);
 	if (*port <= 0)
-		*port = 80;
+		*port = *https ? 443 : 80;
 	p = evhttp_uri_get_path(u);
 	q = evhttp_uri_get_query(u);
 	if (path != NULL) {
@@ -148,14 +148,17 @@ webhook_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
 {
 	struct webhook_conf *c = obj;
 	char host[256], err[256];
-	int port;
+	int port, https = 0;
 
 	(void)at;
 	if (c->url != NULL &&
-	    webhook_parse_url(c->url, host, sizeof(host), &port, NULL, err,
-			      sizeof(err)) < 0)
+	    webhook_parse_url(c->url, host, sizeof(host), &port, &https, NULL,
+			      err, sizeof(err)) < 0)
 		cfg_diag_add(d, c->pos, "webhook %s: %s",
 			     c->name ? c->name : "?", err);
+	if (!https && (c->tls.ca != NULL || c->tls.cert != NULL))
+		cfg_diag_add(d, c->pos, "webhook %s: tls needs an https:// url",
+			     c->name ? c->name : "?");
 	if (c->token != NULL && c->token_file != NULL)
 		cfg_diag_add(d, c->pos,
 			     "webhook %s: token and token_file exclude each "
@@ -285,6 +288,9 @@ webhook_response_cb(struct evhttp_request *req, void *arg)
 
 	if (w->set->closing || w->phase != WH_SENDING)
 		return;
+	if (w->tls != NULL)
+		w->conn =
+			NULL; /* freed on completion: the next gets a new TLS */
 	if (code >= 200 && code < 300) {
 		log_debug("%s: delivered %s (%d)", w->name, w->ce_id, code);
 		w->stats.delivered++;
@@ -301,6 +307,31 @@ webhook_response_cb(struct evhttp_request *req, void *arg)
 	webhook_retry(w, why);
 }
 
+/* A connection to the receiver: TLS 1.3 verifying its name for https. */
+static struct evhttp_connection *
+webhook_conn_new(struct webhook *w)
+{
+	struct bufferevent *bev;
+	char err[512];
+	SSL *ssl;
+
+	if (w->tls == NULL)
+		return evhttp_connection_base_new(w->set->base, w->set->dns,
+						  w->host,
+						  (unsigned short)w->port);
+	ssl = tls_client_new(w->tls, w->host, err, sizeof(err));
+	if (ssl == NULL) {
+		log_warnx("%s: %s", w->name, err);
+		return NULL;
+	}
+	bev = srv_tls_bev(w->set->base, -1, ssl, 0);
+	if (bev == NULL)
+		return NULL;
+	return evhttp_connection_base_bufferevent_new(w->set->base, w->set->dns,
+						      bev, w->host,
+						      (unsigned short)w->port);
+}
+
 static void
 webhook_send(struct webhook *w)
 {
@@ -309,9 +340,7 @@ webhook_send(struct webhook *w)
 	char hostport[300], auth[WEBHOOK_TOKEN_MAX + 16];
 
 	if (w->conn == NULL) {
-		w->conn = evhttp_connection_base_new(w->set->base, w->set->dns,
-						     w->host,
-						     (unsigned short)w->port);
+		w->conn = webhook_conn_new(w);
 		if (w->conn == NULL) {
 			webhook_retry(w, "cannot create a connection");
 			return;
@@ -350,7 +379,11 @@ webhook_send(struct webhook *w)
 		evhttp_connection_free(w->conn);
 		w->conn = NULL;
 		webhook_retry(w, "request not sent");
+		return;
 	}
+	/* A TLS session is not reconnected by evhttp: one per request. */
+	if (w->tls != NULL)
+		evhttp_connection_free_on_completion(w->conn);
 }
 
 static void
@@ -469,6 +502,7 @@ webhook_new(struct webhook_set **out, struct event_base *base, struct store *st,
 	}
 	for (size_t i = 0; i < confs->n; i++) {
 		struct webhook *w = &s->v[i];
+		int https = 0;
 
 		w->set = s;
 		w->name = strdup(cv[i].name);
@@ -480,7 +514,11 @@ webhook_new(struct webhook_set **out, struct event_base *base, struct store *st,
 		s->names[i] = w->name;
 		s->n++;
 		if (webhook_parse_url(cv[i].url, w->host, sizeof(w->host),
-				      &w->port, &w->path, err, errlen) < 0)
+				      &w->port, &https, &w->path, err,
+				      errlen) < 0)
+			goto fail;
+		if (https &&
+		    (w->tls = tls_ctx_new(&cv[i].tls, 0, err, errlen)) == NULL)
 			goto fail;
 		if (cv[i].token_file != NULL) {
 			w->token = webhook_read_token(cv[i].token_file, err,
@@ -569,6 +607,7 @@ webhook_free(struct webhook_set *s)
 		if (w->timer != NULL)
 			event_free(w->timer);
 		webhook_drop_row(w);
+		SSL_CTX_free(w->tls);
 		free(w->token);
 		free(w->path);
 		free(w->name);

@@ -21,6 +21,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/listener.h>
 
 #include "arena.h"
@@ -30,6 +31,7 @@
 #include "guard.h"
 #include "log.h"
 #include "net.h"
+#include "srv_tls.h"
 
 static void *
 srv_pb_alloc(void *data, size_t size)
@@ -45,10 +47,11 @@ srv_pb_free(void *data, void *p)
 	(void)p;
 }
 
+/* What a session's credential proved: its token and its peer rules. */
 static uint64_t
 srv_secret_hash(const struct auth_credential *cred)
 {
-	return fnv1a64(FNV1A64_INIT, cred->secret, cred->secret_len);
+	return auth_hash(cred);
 }
 
 struct srv *
@@ -84,6 +87,14 @@ srv_new(struct event_base *base, const struct srv_params *p,
 		free(s);
 		return NULL;
 	}
+	if (srv_tls_reload(s) < 0) {
+		guard_free(s->guard);
+		free((char *)s->p.daemon);
+		free((char *)s->p.node);
+		free((char *)s->p.job_id);
+		free(s);
+		return NULL;
+	}
 	arena_init(&s->decode);
 	s->pb_alloc.alloc = srv_pb_alloc;
 	s->pb_alloc.free = srv_pb_free;
@@ -100,8 +111,7 @@ srv_cred_valid(const struct srv_conn *c, const struct cfg_list *creds)
 {
 	const struct auth_credential *cred = auth_find(creds, c->cred_name);
 
-	return cred != NULL && cred->secret != NULL &&
-	       srv_secret_hash(cred) == c->secret_hash &&
+	return cred != NULL && srv_secret_hash(cred) == c->secret_hash &&
 	       auth_allows(cred, (int)c->role, c->job);
 }
 
@@ -114,6 +124,7 @@ srv_set_conf(struct srv *s, const struct srv_conf *conf,
 
 	s->p.conf = conf;
 	s->p.creds = creds;
+	srv_tls_reload(s);
 	TAILQ_FOREACH(c, &s->conns, entry)
 	{
 		if (c->state != SRV_READY)
@@ -371,6 +382,22 @@ srv_answer_status(struct srv_conn *c, const C4__Envelope *env)
 /* ---- the session state machine
  * ----------------------------------------------- */
 
+/*
+ * The credential a hello proves: by the session's verified client
+ * certificate, by its token, or none; unix peers' ids are checked too.
+ */
+static const struct auth_credential *
+srv_hello_cred(const struct srv_conn *c, const C4__Hello *h)
+{
+	struct auth_peer p = {NULL, c->has_ucred, c->uid, c->gid};
+
+	if (c->ssl != NULL && c->tls_up)
+		p.tls = c->ssl;
+	return auth_match_peer(c->srv->p.creds, &p,
+			       h->has_credential ? h->credential.data : NULL,
+			       h->has_credential ? h->credential.len : 0);
+}
+
 static int
 srv_handle_hello(struct srv_conn *c, const C4__Envelope *env,
 		 struct msg_err *err)
@@ -395,9 +422,7 @@ srv_handle_hello(struct srv_conn *c, const C4__Envelope *env,
 			 C4_PROTO_VERSION);
 		return -1;
 	}
-	cred = h->has_credential ? auth_match(s->p.creds, h->credential.data,
-					      h->credential.len)
-				 : NULL;
+	cred = srv_hello_cred(c, h);
 	if (cred == NULL) {
 		err->code = C4__ERROR_CODE__ERR_AUTH;
 		snprintf(err->text, sizeof(err->text),
@@ -688,6 +713,10 @@ srv_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct srv_conn *c = arg;
 
 	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		c->tls_up = 1; /* the TLS handshake completed */
+		return;
+	}
 	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_WRITING)) {
 		/* Its replies could not be written for idle_timeout. */
 		c->srv->stats.output_stalled++;
@@ -706,7 +735,9 @@ srv_event_cb(struct bufferevent *bev, short what, void *arg)
 			       "idle timeout");
 		return;
 	}
-	if (what & BEV_EVENT_ERROR)
+	if (c->ssl != NULL && !c->tls_up)
+		srv_tls_failed(c);
+	else if (what & BEV_EVENT_ERROR)
 		log_debug("%s: %s", c->peer,
 			  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 	srv_conn_free(c);
@@ -755,7 +786,8 @@ srv_conn_free(struct srv_conn *c)
 }
 
 static struct srv_conn *
-srv_conn_new(struct srv *s, evutil_socket_t fd, uint64_t src, const char *peer)
+srv_conn_new(struct srv *s, evutil_socket_t fd, int family, uint64_t src,
+	     const char *peer)
 {
 	struct srv_conn *c = calloc(1, sizeof(*c));
 
@@ -764,7 +796,9 @@ srv_conn_new(struct srv *s, evutil_socket_t fd, uint64_t src, const char *peer)
 	c->srv = s;
 	c->src = src;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
-	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->bev = srv_tls_bev_new(s, fd, family);
+	if (c->bev != NULL && s->tls_ctx != NULL && family != AF_UNIX)
+		c->ssl = bufferevent_openssl_get_ssl(c->bev);
 	c->timer = evtimer_new(s->base, srv_hello_timeout_cb, c);
 	c->more_ev = event_new(s->base, -1, 0, srv_more_cb, c);
 	c->frame_ev = evtimer_new(s->base, srv_frame_timeout_cb, c);
@@ -810,10 +844,20 @@ srv_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	}
 	if (sa->sa_family != AF_UNIX)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	c = srv_conn_new(s, fd, src, peer);
+	c = srv_conn_new(s, fd, sa->sa_family, src, peer);
 	if (c == NULL) {
 		guard_done(s->guard, src);
 		return;
+	}
+	if (sa->sa_family == AF_UNIX) {
+		struct ucred uc;
+		socklen_t ulen = sizeof(uc);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ulen) == 0) {
+			c->has_ucred = 1;
+			c->uid = uc.uid;
+			c->gid = uc.gid;
+		}
 	}
 	TAILQ_INSERT_TAIL(&s->conns, c, entry);
 	TAILQ_INSERT_TAIL(&s->unauth, c, uentry);
@@ -873,6 +917,13 @@ srv_listen(struct srv *s, const char *addr, unsigned mode, char *bound,
 		return -1;
 	}
 	evconnlistener_set_error_cb(l, srv_accept_error_cb);
+	if (a.family != AF_UNIX && s->p.conf->insecure)
+		srv_tls_warn_plain(addr, s->tls_ctx != NULL, "listen");
+	else if (a.family != AF_UNIX && s->tls_ctx != NULL)
+		log_info("listen %s: TLS 1.3%s", addr,
+			 s->p.conf->tls.ca != NULL
+				 ? ", client certificates required"
+				 : "");
 	s->unix_paths[s->nlisteners] =
 		a.family == AF_UNIX ? strdup(a.path) : NULL;
 	s->listeners[s->nlisteners++] = l;
@@ -897,6 +948,7 @@ srv_free(struct srv *s)
 	}
 	arena_free(&s->decode);
 	guard_free(s->guard);
+	SSL_CTX_free(s->tls_ctx);
 	free((char *)s->p.daemon);
 	free((char *)s->p.node);
 	free((char *)s->p.job_id);

@@ -14,6 +14,7 @@
 #ifndef C4_SRV_H
 #define C4_SRV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,7 @@
 
 #include "cfg.h"
 #include "msg.h"
+#include "tls.h"
 
 #define SRV_CLOSE_LINGER_MS 1000 /* time to flush a final Error */
 /*
@@ -67,7 +69,9 @@
 			  "timeout")                                           \
 	X(output_total_overflow, "sessions closed at max_output_total")        \
 	X(revoked, "sessions closed: a reload removed or changed their "       \
-		   "credential")
+		   "credential")                                               \
+	X(tls_handshake_failed,                                                \
+	  "TLS handshakes that failed: no, bad or untrusted certificate")
 
 struct srv_stats {
 #define SRV_STAT_FIELD(n, h) uint64_t n;
@@ -97,6 +101,8 @@ struct srv_conf {
 	int64_t auth_fail_delay_max; /* ms */
 	int64_t auth_fail_forget;    /* ms */
 	int64_t log_interval;	     /* ms between lines about one source */
+	struct tls_files tls;	     /* TCP listeners: cert, key, ca */
+	bool insecure; /* plaintext TCP on a non-loopback address allowed */
 };
 
 extern const struct cfg_schema srv_conf_schema;

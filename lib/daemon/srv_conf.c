@@ -2,6 +2,7 @@
  * srv_conf.c - the "server:" section of every daemon's configuration.
  */
 #include "srv.h"
+#include "srv_tls.h"
 
 #include <stddef.h>
 
@@ -55,6 +56,9 @@ static const struct cfg_field srv_conf_fields[] = {
 	{"log_interval", CFG_DURATION, offsetof(struct srv_conf, log_interval),
 	 0, 0, 86400000, "60s", NULL,
 	 "at most one warning per address per interval (0: all)"},
+	SRV_TLS_FIELD(offsetof(struct srv_conf, tls)),
+	{"insecure", CFG_BOOL, offsetof(struct srv_conf, insecure), 0, 0, 0,
+	 "false", NULL, "allow plaintext TCP on a non-loopback listen address"},
 };
 
 static void
@@ -78,6 +82,11 @@ srv_conf_validate(void *obj, struct cfg_pos at, struct cfg_diag *d)
 		cfg_diag_add(d, at,
 			     "server: auth_fail_delay_max must be at least "
 			     "auth_fail_delay");
+	if ((c->tls.cert != NULL || c->tls.ca != NULL) &&
+	    !tls_enabled(&c->tls, 1))
+		cfg_diag_add(d, at, "server: tls needs cert and key");
+	srv_tls_check_plain(c->listen, tls_enabled(&c->tls, 1), c->insecure,
+			    "server: listen", at, d);
 }
 
 const struct cfg_schema srv_conf_schema = {

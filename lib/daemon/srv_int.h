@@ -14,6 +14,8 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
+#include <openssl/ssl.h>
+#include <sys/types.h>
 
 #include "arena.h"
 #include "guard.h"
@@ -54,6 +56,11 @@ struct srv_conn {
 	uint64_t session_id;
 	uint64_t seq;
 	void *data;
+	SSL *ssl;      /* the TLS session of bev (owned by it), or NULL */
+	int tls_up;    /* its handshake completed */
+	int has_ucred; /* a unix peer: its uid and gid (SO_PEERCRED) */
+	uid_t uid;
+	gid_t gid;
 };
 
 struct srv {
@@ -81,6 +88,7 @@ struct srv {
 	struct srv_stats stats;
 	uint64_t next_session;
 	struct timespec started;
+	SSL_CTX *tls_ctx; /* of the TCP listeners, from p.conf->tls; or NULL */
 };
 
 /*
@@ -152,5 +160,25 @@ void srv_flow_hello_failed(struct srv_conn *c, const struct msg_err *err);
  * refused unchecked (auth_throttled).
  */
 int srv_flow_hello_turn(struct srv_conn *c);
+
+/*
+ * Builds the TLS context of s->p.conf->tls for new sessions (none when
+ * it names no certificate); sessions open keep theirs.  Returns 0, or -1
+ * with a log line, keeping the previous context.
+ */
+int srv_tls_reload(struct srv *s);
+/*
+ * The bufferevent of a connection accepted on fd: a TLS server session
+ * when s has a context and family is not AF_UNIX, else a plain socket.
+ * It owns fd (and its SSL).  NULL without memory (fd is then the
+ * caller's).
+ */
+struct bufferevent *srv_tls_bev_new(struct srv *s, evutil_socket_t fd,
+				    int family);
+/*
+ * c's TLS handshake failed: counts it in tls_handshake_failed and logs
+ * the reason, at most one line per source per log_interval.
+ */
+void srv_tls_failed(struct srv_conn *c);
 
 #endif

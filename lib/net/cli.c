@@ -17,6 +17,8 @@
 #include "hello.h"
 #include "net.h"
 
+#include <openssl/err.h>
+
 /*
  * Reads what is there without blocking, for up to c->spin_us; returns the
  * bytes read into chunk, 0 when nothing came in time, -1 on an error or
@@ -50,10 +52,84 @@ cli_spin_read(struct cli *c, uint8_t *chunk, size_t len)
 	}
 }
 
+/*
+ * Reads what the TLS session has, waiting up to c->timeout_ms for the
+ * socket (the socket's receive timeout bounds a record begun).  Returns
+ * the bytes read, or 0 (end of stream) / -1 (errno) as read() does, with
+ * c->err set on a timeout.
+ */
+static ssize_t
+cli_tls_read(struct cli *c, uint8_t *chunk, size_t len)
+{
+	struct pollfd pfd = {c->fd, POLLIN, 0};
+	int r, e;
+
+	for (;;) {
+		if (SSL_pending(c->ssl) == 0) {
+			int pr = poll(&pfd, 1, c->timeout_ms);
+
+			if (pr < 0 && errno == EINTR)
+				continue;
+			if (pr == 0) {
+				errno = ETIMEDOUT;
+				return -1;
+			}
+		}
+		r = SSL_read(c->ssl, chunk,
+			     len > INT32_MAX ? INT32_MAX : (int)len);
+		if (r > 0)
+			return r;
+		e = SSL_get_error(c->ssl, r);
+		ERR_clear_error();
+		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+			continue;
+		if (e == SSL_ERROR_ZERO_RETURN ||
+		    (e == SSL_ERROR_SYSCALL && errno == 0))
+			return 0;
+		if (e == SSL_ERROR_SSL)
+			errno = EPROTO; /* an alert: the server refused us */
+		return -1;
+	}
+}
+
+/* Starts TLS on c->fd as h->tls asks; 0, or -1 with c->err set. */
+static int
+cli_tls_start(struct cli *c, const struct net_addr *a,
+	      const struct cli_hello *h)
+{
+	struct timeval tv = {c->timeout_ms / 1000,
+			     (c->timeout_ms % 1000) * 1000};
+	char err[512];
+
+	if (h->tls == NULL || !tls_enabled(h->tls, 0) || a->family == AF_UNIX)
+		return 0;
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	c->tls_ctx = tls_ctx_new(h->tls, 0, err, sizeof(err));
+	if (c->tls_ctx != NULL)
+		c->ssl = tls_client_new(c->tls_ctx, a->host, err, sizeof(err));
+	if (c->ssl != NULL &&
+	    tls_connect_fd(c->ssl, c->fd, err, sizeof(err)) == 0)
+		return 0;
+	snprintf(c->err, sizeof(c->err), "%s", err);
+	return -1;
+}
+
+/* Frees the TLS session and context of c, if any. */
+static void
+cli_tls_free(struct cli *c)
+{
+	SSL_free(c->ssl);
+	SSL_CTX_free(c->tls_ctx);
+	c->ssl = NULL;
+	c->tls_ctx = NULL;
+}
+
 int
 cli_send_raw(struct cli *c, const void *p, size_t n)
 {
-	if (net_send_all(c->fd, p, n) < 0) {
+	if ((c->ssl != NULL ? tls_send_all(c->ssl, p, n)
+			    : net_send_all(c->fd, p, n)) < 0) {
 		errbuf_set(c->err, sizeof(c->err), "send: %s", strerror(errno));
 		return -1;
 	}
@@ -108,6 +184,10 @@ cli_recv(struct cli *c)
 				 "reply frame of %u bytes above %u", len,
 				 c->max_frame);
 			return NULL;
+		}
+		if (c->ssl != NULL) {
+			r = cli_tls_read(c, chunk, sizeof(chunk));
+			goto got;
 		}
 		r = cli_spin_read(c, chunk, sizeof(chunk));
 		if (r != 0)
@@ -187,6 +267,8 @@ cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
 		return -1;
 	}
 	c->connected = 1;
+	if (cli_tls_start(c, &a, h) < 0)
+		goto fail;
 	hello_init(&hello, h->role, h->job_id, h->node_name, h->credential, 0);
 	env = cli_call(c, C4__MSG_TYPE__MSG_HELLO, &hello);
 	if (env == NULL)
@@ -202,6 +284,7 @@ cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
 	c->hello = env->hello_reply;
 	return 0;
 fail:
+	cli_tls_free(c);
 	close(c->fd);
 	c->fd = -1;
 	c->connected = 0;
@@ -217,6 +300,9 @@ cli_close(struct cli *c)
 
 		g.reason = (char *)"done";
 		cli_send(c, C4__MSG_TYPE__MSG_GOODBYE, &g, NULL);
+		if (c->ssl != NULL)
+			SSL_shutdown(c->ssl);
+		cli_tls_free(c);
 		close(c->fd);
 	}
 	c->fd = -1;

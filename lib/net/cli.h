@@ -14,6 +14,7 @@
 
 #include "frame.h"
 #include "msg.h"
+#include "tls.h"
 
 struct cli {
 	int fd;
@@ -36,6 +37,8 @@ struct cli {
 	 * not closed: a merely zeroed client (fd 0) owns no descriptor.
 	 */
 	int connected;
+	SSL_CTX *tls_ctx; /* owned while a TLS session is open */
+	SSL *ssl;	  /* the TLS session on fd, or NULL */
 };
 
 struct cli_hello {
@@ -43,9 +46,19 @@ struct cli_hello {
 	const char *credential;
 	const char *job_id;
 	const char *node_name;
+	/*
+	 * TLS for a TCP address when it names a CA or a certificate (else
+	 * plaintext); NULL: none.  The files are read at connect.
+	 */
+	const struct tls_files *tls;
 };
 
-/* Returns 0, or -1 with c->err set (the connection is then closed). */
+/*
+ * Connects to addr, over TLS 1.3 when h->tls asks for it and addr is TCP
+ * (the server's certificate must verify against h->tls->ca and name the
+ * host of addr), and says hello.  Returns 0, or -1 with c->err set (the
+ * connection is then closed).
+ */
 int cli_connect(struct cli *c, const char *addr, const struct cli_hello *h,
 		int timeout_ms);
 /*

@@ -300,3 +300,20 @@ net_connect(const struct net_addr *a, int timeout_ms, char *err, size_t errlen)
 	}
 	return fd;
 }
+
+int
+net_addr_is_loopback(const struct net_addr *a)
+{
+	struct in_addr v4;
+	struct in6_addr v6;
+
+	if (a->family == AF_UNIX)
+		return 1;
+	if (strcmp(a->host, "localhost") == 0)
+		return 1;
+	if (inet_pton(AF_INET, a->host, &v4) == 1)
+		return (ntohl(v4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, a->host, &v6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&v6);
+	return 0;
+}

@@ -30,6 +30,13 @@ void net_sockaddr_format(const struct sockaddr *sa, socklen_t salen, char *buf,
 			 size_t len);
 
 /*
+ * Is a a unix socket, "localhost" or a loopback address literal
+ * (127.0.0.0/8, ::1)?  Any other name counts as not loopback, unresolved.
+ * Changes nothing.
+ */
+int net_addr_is_loopback(const struct net_addr *a);
+
+/*
  * Creates a non-blocking listening socket (SO_REUSEADDR, CLOEXEC).  For unix
  * sockets a stale socket file is removed first and the file's mode set to
  * mode (0 leaves the umask's).  The address actually bound (a port of 0 gets

@@ -21,7 +21,16 @@ int
 c4p_client_connect(struct c4p_client *c, const char *addr, const char *token,
 		   const char *job, int role, int timeout_ms)
 {
-	struct cli_hello h = {(C4__Role)role, token, job, NULL};
+	return c4p_client_connect_tls(c, addr, token, job, role, timeout_ms,
+				      NULL);
+}
+
+int
+c4p_client_connect_tls(struct c4p_client *c, const char *addr,
+		       const char *token, const char *job, int role,
+		       int timeout_ms, const struct tls_files *tls)
+{
+	struct cli_hello h = {(C4__Role)role, token, job, NULL, tls};
 
 	memset(c, 0, sizeof(*c));
 	snprintf(c->job, sizeof(c->job), "%s", job ? job : "");

@@ -57,6 +57,15 @@ struct c4p_client_port {
 int c4p_client_connect(struct c4p_client *c, const char *addr,
 		       const char *token, const char *job, int role,
 		       int timeout_ms);
+/*
+ * The same over TLS 1.3 when tls names a CA or a certificate and addr is
+ * TCP (tls NULL: as c4p_client_connect); token may be NULL when the
+ * c4p-master knows the client by its certificate.  The files are read
+ * now; tls is not kept.
+ */
+int c4p_client_connect_tls(struct c4p_client *c, const char *addr,
+			   const char *token, const char *job, int role,
+			   int timeout_ms, const struct tls_files *tls);
 /* Ends the session as cli_close() does; c may be connected again. */
 void c4p_client_close(struct c4p_client *c);
 

@@ -893,11 +893,10 @@ check_config(const char *dir, const char *text, int nwant,
 START_TEST(test_config_errors)
 {
 	static const char *const items[] = {
-		"bad.yaml:9:5: webhook a: https webhooks are not supported "
-		"yet; send to a local TLS proxy over http://",
 		"bad.yaml:11:5: webhook b: token and token_file exclude each "
 		"other",
-		"bad.yaml:15:5: webhook c: 'ftp://x/' is not an http:// URL",
+		"bad.yaml:15:5: webhook c: 'ftp://x/' is not an http:// or "
+		"https:// URL",
 		"bad.yaml:19:14: timeout: 1ms is out of range",
 	};
 	static const char *const whole[] = {
@@ -914,7 +913,7 @@ START_TEST(test_config_errors)
 		     "    token: abcdefgh\n    token_file: /nonexistent\n"
 		     "  - name: c\n    url: ftp://x/\n"
 		     "  - name: d\n    url: http://x/\n    timeout: 1ms\n",
-		     4, items);
+		     3, items);
 	check_config(dir,
 		     "http:\n  listen: unix:/tmp/x\n"
 		     "webhooks:\n"

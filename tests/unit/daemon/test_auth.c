@@ -247,8 +247,8 @@ START_TEST(test_token_and_token_file)
 	expect_error("credentials:\n"
 		     "  - name: neither\n"
 		     "    roles: [ctl]\n",
-		     "a.yaml:2:5: credential 'neither': give exactly one of "
-		     "token and token_file");
+		     "a.yaml:2:5: credential 'neither': give token, "
+		     "token_file or cert_subject");
 }
 END_TEST
 
@@ -334,7 +334,8 @@ START_TEST(test_roles)
 	expect_error("credentials:\n"
 		     "  - {name: x, token: abcdefgh12, roles: [ctl], job: a}\n",
 		     "a.yaml:2:48: unknown key 'job' in credential (known: "
-		     "name, token, token_file, roles, jobs)");
+		     "name, token, token_file, roles, jobs, cert_subject, "
+		     "uids, gids)");
 }
 END_TEST
 
@@ -516,7 +517,10 @@ START_TEST(test_print_masks_token)
 			      "  - name: \"ops\"\n"
 			      "    token: \"********\"\n"
 			      "    roles: [\"ctl\"]\n"
-			      "    jobs: [\"*\"]\n");
+			      "    jobs: [\"*\"]\n"
+			      "    cert_subject: []\n"
+			      "    uids: []\n"
+			      "    gids: []\n");
 	ck_assert_ptr_null(strstr(buf, "operator-token"));
 	free(buf);
 	cfg_diag_free(&d);
